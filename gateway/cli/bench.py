@@ -1,0 +1,12 @@
+"""`radixgate bench ...`: side-by-side benchmarks, printed and written as JSON.
+
+Each benchmark registers itself from its own module (bench_<name>.py) so the
+owners of different benchmarks never edit the same file.
+"""
+
+import typer
+
+from gateway.cli import bench_radix
+
+app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
+bench_radix.register(app)

@@ -1,0 +1,21 @@
+"""Shared test fixtures: paths to the shared workloads and the repository root."""
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ../shared folder beside the checkout (CI lays it there)."""
+    if not SHARED.is_dir():
+        pytest.fail(f"../shared is missing at {SHARED}; CI lays it beside the checkout")
+    return SHARED
