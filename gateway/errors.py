@@ -1,0 +1,128 @@
+"""OpenAI-style errors: one exception type for the API, and the handlers that render every error the same way.
+
+Every error response body is {"error": {"message", "type", "param", "code"}},
+whatever raised it: an `ApiError`, a request-validation failure (400), a
+Starlette HTTPException (404, 405, ...), or an engine error.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+
+ENGINE_RETRY_AFTER_S = 1
+
+
+class ApiError(Exception):
+    """An error the API returns as-is; status_code and the OpenAI error fields."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+        self.headers = headers
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def to_response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status_code, headers=self.headers)
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = "invalid_request") -> ApiError:
+    return ApiError(400, message, "invalid_request_error", code, param)
+
+
+def unauthorized(message: str = "Invalid API key.") -> ApiError:
+    return ApiError(401, message, "invalid_request_error", "invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, message, "permission_error", "forbidden")
+
+
+def not_found(message: str, param: str | None = None) -> ApiError:
+    return ApiError(404, message, "invalid_request_error", "not_found", param)
+
+
+def conflict(message: str, param: str | None = None, code: str = "conflict") -> ApiError:
+    return ApiError(409, message, "invalid_request_error", code, param)
+
+
+def too_many_requests(message: str, retry_after_s: int = 1) -> ApiError:
+    return ApiError(429, message, "rate_limit_error", "rate_limit_exceeded", headers={"Retry-After": str(retry_after_s)})
+
+
+def service_unavailable(message: str, retry_after_s: int = ENGINE_RETRY_AFTER_S) -> ApiError:
+    return ApiError(503, message, "server_error", "overloaded", headers={"Retry-After": str(retry_after_s)})
+
+
+def from_exception(exc: Exception) -> ApiError:
+    """Map an exception from the engine, templates or a backend to the ApiError the client sees."""
+    if isinstance(exc, ApiError):
+        return exc
+    name = type(exc).__name__
+    if name == "PromptTooLongError":
+        return ApiError(400, str(exc), "invalid_request_error", "context_length_exceeded", "messages")
+    if name == "EngineOverloadedError":
+        return service_unavailable(f"The engine queue is full; retry later. ({exc})")
+    if name == "QuotaExceededError":
+        return conflict(str(exc), code="pin_quota_exceeded")
+    if name == "TemplateNotFound":
+        return bad_request(f"Unknown template: {exc.args[0] if exc.args else exc}", "template", "template_not_found")
+    if name == "TemplateError":
+        return bad_request(f"Template error: {exc}", "template", "template_error")
+    if name == "BackendUnavailableError":
+        return service_unavailable(f"No backend could take the request: {exc}")
+    return ApiError(500, "Internal server error.", "server_error", "internal_error")
+
+
+async def _api_error_handler(request: Request, exc: ApiError) -> JSONResponse:
+    return exc.to_response()
+
+
+async def _validation_handler(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    message = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors[:5])
+    return bad_request(message or "Invalid request body.", ".".join(loc) or None).to_response()
+
+
+async def _http_error_handler(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+    code = {401: "invalid_api_key", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+    headers = getattr(exc, "headers", None)
+    return ApiError(exc.status_code, str(exc.detail), kind, code, headers=headers).to_response()
+
+
+async def _unhandled_handler(request: Request, exc: Exception) -> JSONResponse:
+    api_error = from_exception(exc)
+    if api_error.status_code >= 500 and api_error.code == "internal_error":
+        log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return api_error.to_response()
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render every error as OpenAI error JSON."""
+    app.add_exception_handler(ApiError, _api_error_handler)
+    app.add_exception_handler(RequestValidationError, _validation_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(Exception, _unhandled_handler)

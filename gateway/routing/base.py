@@ -1,0 +1,135 @@
+"""The backend contract: what the router hands a request to, and what comes back.
+
+A backend turns one prepared prompt into a stream of chunks. The embedded
+engine (routing/embedded.py) and remote OpenAI-compatible engines reached via
+litellm (routing/remote.py) both implement `Backend`; the router
+(routing/router.py) picks one per request (prefix affinity, health, load).
+
+Invariants every backend keeps:
+- `stream` yields zero or more chunks with text deltas, and exactly one final
+  chunk whose `finish_reason` is set ("stop" | "length" | "abort" |
+  "tool_calls"); only that final chunk carries `usage`.
+- `usage.cached_tokens` counts only tokens served from a cache inside the
+  caller's `namespace` (one tenant, or one cache group, plus the model id);
+  a backend that cannot tell reports 0, never a guess.
+- Closing the iterator early (client gone, `aclose()`, task cancelled) aborts
+  the request in the backend; `abort(request_id)` does the same from outside.
+- Errors surface as exceptions: engine errors (PromptTooLongError,
+  EngineOverloadedError, ...) or `BackendUnavailableError` for a remote that
+  cannot be reached (the router may then fail over).
+
+Wiring (gateway/main.py builds it at startup):
+    from gateway.routing.router import build_router
+    router = build_router(settings, embedded)   # embedded: EmbeddedBackend | None
+  build_router reads `settings.remotes` (list of RemoteSettings: name, model,
+  api_base, api_key, weight) and returns a `BackendRouter`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Protocol, runtime_checkable
+
+
+class BackendUnavailableError(Exception):
+    """A backend could not take the request (connection refused, timeout, 5xx)."""
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Sampling parameters as the API received them, backend-neutral."""
+
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    tools: tuple[dict, ...] = ()
+    tool_choice: Any = None
+    user: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """A request after canonicalization, rendering and tokenization.
+
+    token_ids: the full prompt for the embedded engine (section-stable ids).
+    text: the same prompt as rendered text (what token_ids decode to).
+    messages: the canonical-order chat messages, for remote OpenAI-style backends
+      that render their own chat template.
+    static_prefix_len: number of leading token_ids shared by every request with
+      the same static sections (system, tools, context); affinity hashes them.
+    """
+
+    token_ids: tuple[int, ...]
+    text: str
+    messages: tuple[dict, ...]
+    static_prefix_len: int
+    model: str
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    def prefix_key(self, num_tokens: int | None = None) -> str:
+        """Stable hash of the first `num_tokens` ids (default: the static prefix)."""
+        limit = self.static_prefix_len if num_tokens is None else num_tokens
+        data = ",".join(map(str, self.token_ids[:limit])).encode()
+        return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class BackendUsage:
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    ttft_s: float | None = None
+    decode_s: float | None = None
+
+
+@dataclass(frozen=True)
+class BackendChunk:
+    """One step of a backend's output: a text delta, and on the last chunk the finish reason and usage."""
+
+    text: str = ""
+    token_ids: tuple[int, ...] = ()
+    finish_reason: str | None = None
+    usage: BackendUsage | None = None
+    tool_calls: tuple[dict, ...] = field(default_factory=tuple)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Something that can generate for a prepared prompt."""
+
+    name: str
+
+    def is_healthy(self) -> bool: ...
+
+    def stream(
+        self, prompt: PreparedPrompt, params: GenerationParams, namespace: str, request_id: str
+    ) -> AsyncIterator[BackendChunk]: ...
+
+    def abort(self, request_id: str) -> None: ...
+
+
+@runtime_checkable
+class BackendRouter(Protocol):
+    """Picks the backend for a request. `backends` lists all of them (for /v1/models, health)."""
+
+    backends: list[Backend]
+
+    def pick(self, prompt: PreparedPrompt, namespace: str) -> Backend: ...
+
+
+def cache_namespace(tenant_id: int, cache_group: str | None, model_id: str) -> str:
+    """The prefix-cache namespace of a tenant for one model.
+
+    A tenant's cache is its own (`tenant:<id>`) unless it names a cache group
+    (`group:<name>`), which tenants of the same group share. The model id is part
+    of the namespace, so two models never share cached prefixes. Pins, the shadow
+    index and generation all use this one function.
+    """
+    owner = f"group:{cache_group}" if cache_group else f"tenant:{tenant_id}"
+    return f"{owner}|{model_id}"
