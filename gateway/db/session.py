@@ -1,0 +1,64 @@
+"""Database engine and session factory; `session_scope` is the one place that commits or rolls back.
+
+Nothing is built at import time: the app's lifespan (or a CLI command, or a test) calls
+`make_engine(url)` and `make_session_factory(engine)` and passes them down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+DEFAULT_DB_URL = "sqlite:///./radixgate.db"
+
+
+def make_engine(url: str, **kwargs) -> Engine:
+    """An Engine for `url` (SQLite file or memory, or PostgreSQL via psycopg 3).
+
+    SQLite: foreign keys on, WAL journal for files (readers never block the log writer).
+    PostgreSQL: `postgresql://` is taken to mean psycopg 3; connections are pre-pinged so a
+    database that went away and came back is reconnected transparently.
+    """
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() == "sqlite":
+        kwargs.setdefault("connect_args", {}).setdefault("check_same_thread", False)
+        engine = create_engine(parsed, **kwargs)
+        _configure_sqlite(engine, is_file=bool(parsed.database) and parsed.database != ":memory:")
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(parsed, **kwargs)
+
+
+def _configure_sqlite(engine: Engine, *, is_file: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if is_file:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """Yield a session; commit if the block succeeds, roll back if it raises, always close."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
