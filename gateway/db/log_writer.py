@@ -1,0 +1,234 @@
+"""LogWriter: request-log rows are queued by requests and inserted in batches by a background thread.
+
+Contract:
+- `enqueue(row)` never blocks on the database and never raises: it appends to a bounded
+  in-memory queue (O(1)), or, when the queue holds `max_queue` rows, drops the row and counts it
+  (`num_dropped`, the metric, and a rate-limited warning saying how many).
+- The writer thread takes up to `batch_size` rows (the in-flight batch, still counted in
+  `queue_depth`) and inserts them in ONE transaction. A transient failure (database down, locked,
+  connection cut) retries the same batch, with exponential backoff, until it commits.
+- No duplicates: every row carries a client-generated uuid primary key and is inserted with
+  ON CONFLICT DO NOTHING, so a retry after an ambiguous commit (committed, but the reply was lost)
+  writes nothing twice.
+- A batch that fails for a non-transient reason (a value the schema rejects) is split and written
+  row by row; rows that still fail are dropped and counted.
+- `stop(flush=True)` writes what is queued (waiting up to `timeout_s` for the database), then
+  drops and counts whatever is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from gateway.db.log_row import RowNormalizer
+from gateway.db.models import RequestLog
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from gateway.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+DROP_LOG_INTERVAL_S = 10.0
+
+
+class LogWriter:
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        max_queue: int = 10_000,
+        batch_size: int = 500,
+        flush_interval_s: float = 0.5,
+        metrics: Metrics | None = None,
+        *,
+        max_backoff_s: float = 2.0,
+    ) -> None:
+        if max_queue < 1 or batch_size < 1:
+            raise ValueError("max_queue and batch_size must be >= 1")
+        self._session_factory = session_factory
+        self.max_queue = max_queue
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.max_backoff_s = max_backoff_s
+        self._metrics = metrics
+        self._normalizer = RowNormalizer()
+        self._rows: deque[dict] = deque()
+        self._num_in_flight = 0
+        self._lock = threading.Lock()
+        self._wakeup = threading.Event()
+        self._stopping = threading.Event()
+        self._aborting = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.num_dropped = 0
+        self.num_written = 0
+        self.num_retries = 0
+        self._num_dropped_unlogged = 0
+        self._last_drop_log = 0.0
+        self._last_drop_reason = ""
+
+    @property
+    def queue_depth(self) -> int:
+        """Rows waiting, including the batch being written."""
+        return len(self._rows) + self._num_in_flight
+
+    @property
+    def is_running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.is_running:
+            raise RuntimeError("LogWriter already started")
+        self._stopping.clear()
+        self._aborting.clear()
+        self._thread = threading.Thread(target=self._run, name="radixgate-log-writer", daemon=True)
+        self._thread.start()
+
+    def stop(self, flush: bool = True, timeout_s: float = 10.0) -> None:
+        """Stop the writer; with `flush`, write what is queued first (up to `timeout_s`)."""
+        if not flush:
+            self._aborting.set()
+        self._stopping.set()
+        self._wakeup.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                self._aborting.set()
+                self._thread.join(max(1.0, self.max_backoff_s + 1.0))
+            self._thread = None
+        with self._lock:
+            num_left = len(self._rows)
+            self._rows.clear()
+        if num_left:
+            self._count_dropped(num_left, reason="writer stopped before they could be written")
+        self._flush_drop_log(force=True)
+        self._publish()
+
+    def enqueue(self, row: dict) -> bool:
+        """Queue one row; True if queued, False if dropped (queue full or unusable row). Never raises."""
+        try:
+            full, unknown = self._normalizer.normalize(row)
+            if unknown:
+                logger.warning("request-log row has unknown keys %s; they are not stored", sorted(unknown))
+        except Exception:  # noqa: BLE001 - a bad row must never fail the request that logs it
+            logger.exception("unusable request-log row dropped")
+            self._count_dropped(1, reason="unusable row")
+            return False
+        with self._lock:
+            is_full = len(self._rows) + self._num_in_flight >= self.max_queue
+            if not is_full:
+                self._rows.append(full)
+                num_waiting = len(self._rows)
+        if is_full:
+            self._count_dropped(1, reason=f"log queue full ({self.max_queue} rows)")
+            return False
+        if num_waiting >= self.batch_size:
+            self._wakeup.set()
+        return True
+
+    def _run(self) -> None:
+        while True:
+            self._wakeup.wait(self.flush_interval_s)
+            self._wakeup.clear()
+            while not self._aborting.is_set() and (batch := self._take_batch()):
+                self._write_until_done(batch)
+            self._publish()
+            self._flush_drop_log()
+            if self._stopping.is_set() and (not self._rows or self._aborting.is_set()):
+                return
+
+    def _take_batch(self) -> list[dict]:
+        with self._lock:
+            size = min(self.batch_size, len(self._rows))
+            batch = [self._rows.popleft() for _ in range(size)]
+            self._num_in_flight = size
+        return batch
+
+    def _write_until_done(self, batch: list[dict]) -> None:
+        """Write `batch` as one transaction, retrying transient failures with backoff."""
+        backoff_s = 0.05
+        while True:
+            try:
+                self._insert(batch)
+                self._finish_batch(num_written=len(batch))
+                return
+            except Exception as exc:  # noqa: BLE001 - the writer thread must outlive any failure
+                if not is_transient(exc):
+                    self._write_rows_one_by_one(batch, exc)
+                    return
+                self.num_retries += 1
+                logger.warning("request-log batch of %d rows not written (%s); retrying in %.2fs",
+                               len(batch), type(exc).__name__, backoff_s)
+            if self._aborting.wait(backoff_s):
+                self._finish_batch(num_written=0)
+                self._count_dropped(len(batch), reason="writer stopped while the database was unavailable")
+                return
+            backoff_s = min(backoff_s * 2, self.max_backoff_s)
+
+    def _write_rows_one_by_one(self, batch: list[dict], exc: Exception) -> None:
+        logger.error("request-log batch rejected (%s); writing its %d rows one by one", exc, len(batch))
+        num_written = 0
+        for row in batch:
+            try:
+                self._insert([row])
+                num_written += 1
+            except Exception:  # noqa: BLE001
+                logger.exception("request-log row %s rejected by the database; dropped", row["id"])
+                self._count_dropped(1, reason="rejected by the database")
+        self._finish_batch(num_written=num_written)
+
+    def _insert(self, rows: list[dict]) -> None:
+        with self._session_factory() as session, session.begin():
+            session.execute(insert_ignoring_duplicates(session.get_bind().dialect.name), rows)
+
+    def _finish_batch(self, num_written: int) -> None:
+        with self._lock:
+            self._num_in_flight = 0
+            self.num_written += num_written
+
+    def _count_dropped(self, num_rows: int, reason: str) -> None:
+        with self._lock:
+            self.num_dropped += num_rows
+            self._num_dropped_unlogged += num_rows
+            self._last_drop_reason = reason
+        self._flush_drop_log()
+        self._publish()
+
+    def _flush_drop_log(self, force: bool = False) -> None:
+        now = time.monotonic()
+        with self._lock:
+            num_rows = self._num_dropped_unlogged
+            if not num_rows or (not force and now - self._last_drop_log < DROP_LOG_INTERVAL_S):
+                return
+            self._num_dropped_unlogged = 0
+            self._last_drop_log = now
+            reason = self._last_drop_reason
+        logger.warning("dropped %d request-log rows (%d in total; last reason: %s)", num_rows, self.num_dropped, reason)
+
+    def _publish(self) -> None:
+        if self._metrics is not None:
+            self._metrics.set_log_queue(self.queue_depth, self.num_dropped)
+
+
+def insert_ignoring_duplicates(dialect_name: str):
+    """INSERT into request_log that skips rows whose id already exists (idempotent retries)."""
+    table = RequestLog.__table__
+    if dialect_name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=["id"])
+    if dialect_name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=["id"])
+    return insert(table)
+
+
+def is_transient(exc: Exception) -> bool:
+    """Database unavailable, locked or connection lost: worth retrying the same batch."""
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)

@@ -1,0 +1,203 @@
+"""The request-log writer on SQLite and PostgreSQL: batches arrive, retries never duplicate, a full
+queue drops and counts, shutdown flushes, and a database that goes away mid-run never blocks a
+request — the rows it queued arrive when the database comes back."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+from db_fixtures import BACKENDS, TcpProxy, create_pg_database, drop_pg_database, migrated_url, db_url  # noqa: F401
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+from gateway.db import RequestLog, make_engine, make_session_factory, migrate
+from gateway.db.log_writer import LogWriter
+from gateway.metrics import Metrics
+
+
+def make_row(index: int, **overrides) -> dict:
+    row = {
+        "id": uuid.uuid4(),
+        "created_at": datetime.now(timezone.utc),
+        "tenant_id": 1 + index % 3,
+        "template": "agent",
+        "prompt_tokens": 100 + index,
+        "cached_tokens": index,
+        "completion_tokens": 8,
+        "ttft_ms": 12.5,
+        "latency_ms": 40.0,
+        "status": "ok",
+        "system_hash": "abc123",
+        "sections_found": ["system", "question"],
+    }
+    row.update(overrides)
+    return row
+
+
+def stored_ids(factory) -> list[uuid.UUID]:
+    with factory() as session:
+        return list(session.scalars(select(RequestLog.id)))
+
+
+def wait_for(predicate, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def factory(migrated_url):  # noqa: F811
+    engine = make_engine(migrated_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+def test_rows_arrive_in_batches_with_their_values(factory):
+    writer = LogWriter(factory, max_queue=5000, batch_size=100, flush_interval_s=0.05)
+    writer.start()
+    rows = [make_row(i) for i in range(1000)]
+    assert all(writer.enqueue(row) for row in rows)
+    writer.stop(flush=True)
+    assert sorted(stored_ids(factory)) == sorted(row["id"] for row in rows)
+    assert writer.num_written == 1000 and writer.num_dropped == 0 and writer.queue_depth == 0
+    with factory() as session:
+        stored = session.get(RequestLog, rows[7]["id"])
+    assert (stored.prompt_tokens, stored.cached_tokens, stored.sections_found) == (107, 7, "system,question")
+    assert stored.created_at.tzinfo is not None and stored.canonicalized is True
+
+
+def test_a_row_written_twice_is_stored_once(factory):
+    writer = LogWriter(factory, batch_size=10, flush_interval_s=0.05)
+    writer.start()
+    row = make_row(1)
+    writer.enqueue(row)
+    wait_for(lambda: writer.num_written == 1)
+    writer.enqueue(dict(row))  # the same id again, as a retry after an ambiguous commit would send it
+    writer.enqueue(make_row(2))
+    writer.stop(flush=True)
+    assert len(stored_ids(factory)) == 2
+
+
+def test_full_queue_drops_and_counts(factory, caplog):
+    metrics = Metrics()
+    writer = LogWriter(factory, max_queue=10, batch_size=5, metrics=metrics)  # not started: nothing drains
+    with caplog.at_level(logging.WARNING, logger="gateway.db.log_writer"):
+        accepted = [writer.enqueue(make_row(i)) for i in range(15)]
+    assert accepted == [True] * 10 + [False] * 5
+    assert writer.num_dropped == 5 and writer.queue_depth == 10
+    assert metrics.registry.get_sample_value("radixgate_log_dropped_rows_total") == 5
+    assert "dropped 1 request-log rows" in caplog.text
+    writer.start()
+    writer.stop(flush=True)
+    assert len(stored_ids(factory)) == 10
+
+
+def test_stop_flushes_what_is_queued(factory):
+    writer = LogWriter(factory, batch_size=1000, flush_interval_s=60.0)
+    writer.start()
+    for i in range(25):
+        writer.enqueue(make_row(i))
+    writer.stop(flush=True)
+    assert len(stored_ids(factory)) == 25
+
+
+def test_rejected_row_is_dropped_and_the_rest_of_its_batch_written(factory):
+    writer = LogWriter(factory, batch_size=50, flush_interval_s=60.0)
+    writer.start()
+    for i in range(9):
+        writer.enqueue(make_row(i))
+    writer.enqueue(make_row(99, status=None))  # NOT NULL violation: never succeeds
+    writer.stop(flush=True)
+    assert len(stored_ids(factory)) == 9 and writer.num_dropped == 1
+
+
+def test_unusable_row_is_refused_without_raising(factory):
+    writer = LogWriter(factory)
+    assert writer.enqueue({"created_at": "yesterday"}) is False
+    assert writer.enqueue({"id": "not-a-uuid"}) is False
+    assert writer.num_dropped == 2
+
+
+class SqliteOutage:
+    """The SQLite file is locked by another connection holding an exclusive transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.path = make_url(url).database
+        self.url = url
+        self.connect_args = {"timeout": 0.1}
+        self._holder: sqlite3.Connection | None = None
+
+    def go_away(self) -> None:
+        self._holder = sqlite3.connect(self.path, isolation_level=None)
+        self._holder.execute("BEGIN EXCLUSIVE")
+
+    def come_back(self) -> None:
+        self._holder.execute("ROLLBACK")
+        self._holder.close()
+
+    def close(self) -> None:
+        pass
+
+
+class PostgresOutage:
+    """PostgreSQL reached through a TCP proxy that refuses and cuts connections while closed."""
+
+    def __init__(self, url: str) -> None:
+        target = make_url(url)
+        self.proxy = TcpProxy(target.host, target.port or 5432)
+        self.proxy.open()
+        self.url = target.set(host="127.0.0.1", port=self.proxy.port).render_as_string(hide_password=False)
+        self.connect_args = {"connect_timeout": 2}
+
+    def go_away(self) -> None:
+        self.proxy.close()
+
+    def come_back(self) -> None:
+        self.proxy.open()
+
+    def close(self) -> None:
+        self.proxy.shutdown()
+
+
+@pytest.fixture
+def outage(migrated_url):  # noqa: F811
+    backend = SqliteOutage(migrated_url) if migrated_url.startswith("sqlite") else PostgresOutage(migrated_url)
+    yield backend
+    backend.close()
+
+
+def test_database_outage_mid_run_keeps_requests_fast_and_loses_nothing(outage):
+    engine = make_engine(outage.url, connect_args=outage.connect_args)
+    factory = make_session_factory(engine)
+    writer = LogWriter(factory, max_queue=10_000, batch_size=50, flush_interval_s=0.05, max_backoff_s=0.2)
+    writer.start()
+    rows = [make_row(i) for i in range(600)]
+    for row in rows[:200]:
+        writer.enqueue(row)
+    wait_for(lambda: writer.num_written == 200)
+
+    outage.go_away()
+    slowest_s = 0.0
+    for row in rows[200:]:
+        start = time.perf_counter()
+        assert writer.enqueue(row) is True
+        slowest_s = max(slowest_s, time.perf_counter() - start)
+    wait_for(lambda: writer.num_retries >= 2)
+    assert writer.num_written < 600 and writer.queue_depth > 0
+
+    outage.come_back()
+    wait_for(lambda: writer.num_written == 600)
+    writer.stop(flush=True)
+    ids = stored_ids(factory)
+    engine.dispose()
+    assert slowest_s < 0.05
+    assert len(ids) == len(set(ids)) == 600
+    assert set(ids) == {row["id"] for row in rows}
+    assert writer.num_dropped == 0
