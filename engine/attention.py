@@ -1,0 +1,170 @@
+"""Paged attention over the KV pool: torch SDPA (CPU, or CUDA without FlashInfer).
+
+The pool stores K and V slot-indexed, ``(num_slots, num_kv_heads, head_dim)``
+per layer. Each forward first builds one ``AttentionPlan`` from the
+ForwardBatch (index tensors and masks, shared by all layers), then every layer
+calls ``PagedAttention.forward``, which writes the new K/V at ``out_slots`` and
+attends each sequence's queries over the kv slots of that sequence.
+
+Sequences are split in two groups:
+  * short ones (``q_len <= max_batched_q``, e.g. every decode token) run in ONE
+    padded SDPA call: queries padded to ``max_q``, kv gathered to
+    ``(B, max_kv)``, a boolean mask hides padding and the future;
+  * long prefill chunks run one SDPA call each (``is_causal`` when there is no
+    cached prefix and no sliding window, an explicit mask otherwise).
+Grouped-query attention without copying K/V: the ``G = num_heads //
+num_kv_heads`` query heads sharing one kv head are laid out as extra query
+rows of that kv head, ``(B, num_kv_heads, G * max_q, head_dim)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engine.forward_batch import ForwardBatch
+
+
+@dataclass
+class BatchedGroup:
+    """Short sequences attended together in one padded SDPA call."""
+
+    token_index: torch.Tensor | None  # (B * max_q,) rows of q to gather; None = identity
+    row_index: torch.Tensor | None  # (num_group_tokens,) real rows of the padded output; None = all
+    out_index: torch.Tensor | None  # (num_group_tokens,) where they go among T; None = identity
+    kv_slots: torch.Tensor  # (B, max_kv) long, padding repeats the sequence's first slot (masked)
+    mask: torch.Tensor | None  # (B, 1, G * max_q, max_kv) bool, True = attend
+    num_seqs: int
+    max_q: int
+
+
+@dataclass
+class SingleSeq:
+    """One long prefill chunk: tokens [start, end) of T over ``kv_slots``."""
+
+    start: int
+    end: int
+    kv_slots: torch.Tensor  # (kv_len,) long
+    mask: torch.Tensor | None  # (q_len, kv_len) bool, None = plain causal
+    is_causal: bool
+
+
+@dataclass
+class AttentionPlan:
+    out_slots: torch.Tensor  # (T,) long
+    num_tokens: int
+    batched: BatchedGroup | None
+    singles: list[SingleSeq]
+
+
+def causal_mask(prefix_len: int, q_len: int, kv_len: int, window: int | None, device) -> torch.Tensor:
+    """(q_len, kv_len) bool: query i (position prefix_len + i) sees kv j <= its position, within the window."""
+    q_pos = torch.arange(prefix_len, prefix_len + q_len, device=device)[:, None]
+    kv_pos = torch.arange(kv_len, device=device)[None, :]
+    mask = kv_pos <= q_pos
+    if window is not None:
+        mask &= kv_pos > q_pos - window
+    return mask
+
+
+class PagedAttention:
+    """SDPA attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
+
+    def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int, max_batched_q: int = 16) -> None:
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
+        self.pool = pool
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.group_size = num_heads // num_kv_heads
+        self.max_batched_q = max_batched_q
+        self.scale = head_dim**-0.5
+
+    # ---- plan (once per forward) -------------------------------------------------
+    def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
+        short, singles, start = [], [], 0
+        for i, (q_len, kv_len) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens)):
+            if q_len <= self.max_batched_q:
+                short.append((i, start, q_len, kv_len))
+            else:
+                prefix = kv_len - q_len
+                is_causal = prefix == 0 and (window is None or window >= kv_len)
+                mask = None if is_causal else causal_mask(prefix, q_len, kv_len, window, device)
+                slots = batch.seq_kv_slots[i].to(device)
+                singles.append(SingleSeq(start, start + q_len, slots, mask, is_causal))
+            start += q_len
+        batched = self._plan_batched(batch, short, window, device) if short else None
+        return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, batched, singles)
+
+    def _plan_batched(self, batch: ForwardBatch, short: list, window: int | None, device) -> BatchedGroup:
+        num_seqs = len(short)
+        max_q = max(q for _, _, q, _ in short)
+        max_kv = max(kv for _, _, _, kv in short)
+        kv_slots = torch.zeros(num_seqs, max_kv, dtype=torch.long)
+        mask = torch.zeros(num_seqs, max_q, max_kv, dtype=torch.bool)
+        token_index = torch.zeros(num_seqs, max_q, dtype=torch.long)
+        real_rows, out_tokens = [], []
+        for b, (i, start, q_len, kv_len) in enumerate(short):
+            kv_slots[b, :kv_len] = batch.seq_kv_slots[i]
+            kv_slots[b, kv_len:] = batch.seq_kv_slots[i][0]  # a written slot: masked, but never NaN garbage
+            mask[b, :q_len, :kv_len] = causal_mask(kv_len - q_len, q_len, kv_len, window, "cpu")
+            mask[b, q_len:, 0] = True  # padded query rows see one slot, so SDPA never yields NaN
+            token_index[b, :q_len] = torch.arange(start, start + q_len)
+            real_rows.extend(range(b * max_q, b * max_q + q_len))
+            out_tokens.extend(range(start, start + q_len))
+        is_identity = max_q == 1 and out_tokens == list(range(batch.num_tokens))
+        needs_mask = not bool(mask.all())
+        if needs_mask:
+            g = self.group_size
+            mask = mask[:, None, None].expand(num_seqs, 1, g, max_q, max_kv).reshape(num_seqs, 1, g * max_q, max_kv)
+        has_padding = len(real_rows) != num_seqs * max_q
+        return BatchedGroup(
+            token_index=None if is_identity else token_index.view(-1).to(device),
+            row_index=torch.tensor(real_rows, device=device) if has_padding else None,
+            out_index=None if is_identity else torch.tensor(out_tokens, device=device),
+            kv_slots=kv_slots.to(device),
+            mask=mask.to(device) if needs_mask else None,
+            num_seqs=num_seqs,
+            max_q=max_q,
+        )
+
+    # ---- forward (per layer) -------------------------------------------------------
+    def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
+        """q (T, H, D), k/v (T, KVH, D) -> (T, H * D); writes k/v into the pool at plan.out_slots."""
+        k_cache, v_cache = self.pool.k_cache[layer], self.pool.v_cache[layer]
+        k_cache.index_copy_(0, plan.out_slots, k.to(k_cache.dtype))
+        v_cache.index_copy_(0, plan.out_slots, v.to(v_cache.dtype))
+        group = plan.batched
+        if group is not None and not plan.singles and group.out_index is None:
+            return self._attend_batched(q, k_cache, v_cache, group)
+        out = q.new_empty(plan.num_tokens, self.num_heads * self.head_dim)
+        if group is not None:
+            rows = self._attend_batched(q, k_cache, v_cache, group)
+            out[group.out_index if group.out_index is not None else slice(None)] = rows
+        for seq in plan.singles:
+            out[seq.start : seq.end] = self._attend_single(q[seq.start : seq.end], k_cache, v_cache, seq)
+        return out
+
+    def _attend_batched(self, q, k_cache, v_cache, group: BatchedGroup) -> torch.Tensor:
+        b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
+        q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
+        # (B*max_q, H, D) -> (B, KVH, G*max_q, D): query heads of one kv head become extra rows
+        q_rows = q_rows.view(b, max_q, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * max_q, d)
+        keys = k_cache[group.kv_slots].transpose(1, 2)  # (B, KVH, max_kv, D)
+        values = v_cache[group.kv_slots].transpose(1, 2)
+        out = F.scaled_dot_product_attention(q_rows, keys.to(q.dtype), values.to(q.dtype), attn_mask=group.mask, scale=self.scale)
+        out = out.view(b, kvh, g, max_q, d).permute(0, 3, 1, 2, 4).reshape(b * max_q, kvh * g * d)
+        return out if group.row_index is None else out.index_select(0, group.row_index)
+
+    def _attend_single(self, q, k_cache, v_cache, seq: SingleSeq) -> torch.Tensor:
+        q_len = q.shape[0]
+        keys = k_cache[seq.kv_slots].transpose(0, 1)[None].to(q.dtype)  # (1, KVH, kv_len, D)
+        values = v_cache[seq.kv_slots].transpose(0, 1)[None].to(q.dtype)
+        out = F.scaled_dot_product_attention(
+            q.transpose(0, 1)[None], keys, values, attn_mask=seq.mask, is_causal=seq.is_causal,
+            scale=self.scale, enable_gqa=self.group_size > 1,
+        )  # (1, H, q_len, D)
+        return out[0].transpose(0, 1).reshape(q_len, self.num_heads * self.head_dim)

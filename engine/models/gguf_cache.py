@@ -1,0 +1,85 @@
+"""Dequantize a GGUF file once with transformers and keep the result as a Hugging Face directory.
+
+The cache directory (``<cache root>/<gguf stem>``) holds ``model.safetensors``
+(dequantized fp32 weights, HF names; a tied LM head is not stored),
+``config.json``, the tokenizer files and ``source.json`` (path, size and mtime
+of the GGUF it came from; a different source rebuilds the cache). It is written
+to a temporary sibling and renamed, so a crash never leaves half a cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+logger = logging.getLogger(__name__)
+
+
+def default_cache_root() -> Path:
+    return Path(os.environ.get("RADIXGATE_CACHE_DIR") or Path.home() / ".cache" / "radixgate") / "models"
+
+
+def source_stamp(gguf_path: Path) -> dict:
+    stat = gguf_path.stat()
+    return {"path": str(gguf_path.resolve()), "size": stat.st_size, "mtime": int(stat.st_mtime)}
+
+
+def is_cache_valid(cache_dir: Path, gguf_path: Path) -> bool:
+    stamp_file = cache_dir / "source.json"
+    if not (stamp_file.is_file() and (cache_dir / "model.safetensors").is_file()):
+        return False
+    try:
+        return json.loads(stamp_file.read_text()) == source_stamp(gguf_path)
+    except (OSError, ValueError):
+        return False
+
+
+def export_state_dict(model) -> dict[str, torch.Tensor]:
+    """The model's weights as contiguous CPU tensors, without the tied LM head (safetensors forbids aliases)."""
+    state = {name: t.detach().to("cpu").contiguous() for name, t in model.state_dict().items()}
+    if getattr(model.config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    return state
+
+
+def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
+    """Dequantize ``gguf_path`` (transformers shows a progress bar) into ``cache_dir``; returns cache_dir."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    logger.info("dequantizing %s into %s (first load only)", gguf_path, cache_dir)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
+    try:
+        save_file(export_state_dict(model), str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.save_pretrained(str(tmp))
+        if getattr(model, "generation_config", None) is not None:
+            model.generation_config.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "source.json").write_text(json.dumps(source_stamp(gguf_path)))
+        if cache_dir.exists():
+            shutil.rmtree(cache_dir)
+        tmp.rename(cache_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cache_dir
+
+
+def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
+    """The HF directory for ``gguf_path``, dequantizing it on the first call."""
+    cache_dir = (cache_root or default_cache_root()) / gguf_path.stem
+    if not is_cache_valid(cache_dir, gguf_path):
+        build_gguf_cache(gguf_path, cache_dir)
+    return cache_dir

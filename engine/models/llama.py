@@ -1,0 +1,161 @@
+"""Llama-family forward (Llama, Llama-3, Mistral, Qwen2, SmolLM) over the paged KV cache.
+
+Weights come from a transformers state dict (HF names) and are re-laid out
+once: q/k/v fused into one matrix (plus Qwen2's q/k/v bias), gate/up fused into
+one matrix, the LM head tied to the embeddings when the config says so.
+All linear layers run over all T new tokens of the ragged batch at once; only
+attention looks at sequence boundaries (engine.attention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engine.attention import AttentionPlan, PagedAttention
+from engine.models.rope import RotaryTable, apply_rotary
+
+
+@dataclass
+class LayerWeights:
+    input_norm: torch.Tensor  # (hidden,)
+    qkv: torch.Tensor  # ((H + 2 * KVH) * D, hidden)
+    qkv_bias: torch.Tensor | None  # ((H + 2 * KVH) * D,)
+    o_proj: torch.Tensor  # (hidden, H * D)
+    o_bias: torch.Tensor | None
+    post_norm: torch.Tensor  # (hidden,)
+    gate_up: torch.Tensor  # (2 * intermediate, hidden)
+    down: torch.Tensor  # (hidden, intermediate)
+    gate_up_bias: torch.Tensor | None
+    down_bias: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float
+    is_tied: bool
+
+    @classmethod
+    def from_config(cls, config) -> "ModelShape":
+        num_heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // num_heads
+        return cls(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_layers=config.num_hidden_layers,
+            num_heads=num_heads,
+            num_kv_heads=getattr(config, "num_key_value_heads", None) or num_heads,
+            head_dim=head_dim,
+            intermediate_size=config.intermediate_size,
+            rms_norm_eps=config.rms_norm_eps,
+            is_tied=bool(getattr(config, "tie_word_embeddings", False)),
+        )
+
+
+def layer_windows(config) -> list[int | None]:
+    """Sliding-window size per layer (None = full attention), following transformers' conventions."""
+    window = getattr(config, "sliding_window", None)
+    num_layers = config.num_hidden_layers
+    layer_types = getattr(config, "layer_types", None)
+    if not window:
+        return [None] * num_layers
+    if layer_types:
+        return [window if t == "sliding_attention" else None for t in layer_types]
+    if config.model_type == "mistral" or getattr(config, "use_sliding_window", False):
+        return [window] * num_layers
+    return [None] * num_layers
+
+
+def activation(config):
+    name = getattr(config, "hidden_act", "silu")
+    if name in ("silu", "swish"):
+        return F.silu
+    from transformers.activations import ACT2FN
+
+    return ACT2FN[name]
+
+
+class LlamaModel:
+    """The weights of a Llama-family decoder and its forward over a ragged batch."""
+
+    def __init__(self, config, state_dict: dict[str, torch.Tensor], dtype: torch.dtype, device="cpu") -> None:
+        self.config = config
+        self.shape = ModelShape.from_config(config)
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.windows = layer_windows(config)
+        self.act = activation(config)
+        get = lambda name: state_dict[name].to(device=self.device, dtype=dtype).contiguous()  # noqa: E731
+        self.embed = get("model.embed_tokens.weight")  # (vocab, hidden)
+        self.norm = get("model.norm.weight")
+        has_head = "lm_head.weight" in state_dict and not self.shape.is_tied
+        self.lm_head = get("lm_head.weight") if has_head else self.embed
+        self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
+        max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
+        self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)
+
+    def _read_layer(self, sd: dict, i: int, dtype) -> LayerWeights:
+        p = f"model.layers.{i}."
+        get = lambda name: sd[p + name].to(device=self.device, dtype=dtype)  # noqa: E731
+        opt = lambda name: get(name).contiguous() if p + name in sd else None  # noqa: E731
+        qkv_names = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
+        qkv_bias = None
+        if p + "self_attn.q_proj.bias" in sd:
+            qkv_bias = torch.cat([get(n + ".bias") for n in qkv_names]).contiguous()
+        gate_up_bias = None
+        if p + "mlp.gate_proj.bias" in sd:
+            gate_up_bias = torch.cat([get("mlp.gate_proj.bias"), get("mlp.up_proj.bias")]).contiguous()
+        return LayerWeights(
+            input_norm=get("input_layernorm.weight").contiguous(),
+            qkv=torch.cat([get(n + ".weight") for n in qkv_names]).contiguous(),
+            qkv_bias=qkv_bias,
+            o_proj=get("self_attn.o_proj.weight").contiguous(),
+            o_bias=opt("self_attn.o_proj.bias"),
+            post_norm=get("post_attention_layernorm.weight").contiguous(),
+            gate_up=torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous(),
+            down=get("mlp.down_proj.weight").contiguous(),
+            gate_up_bias=gate_up_bias,
+            down_bias=opt("mlp.down_proj.bias"),
+        )
+
+    def rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), weight, self.shape.rms_norm_eps)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (T,) long
+        positions: torch.Tensor,  # (T,) long
+        attention: PagedAttention,
+        plans: list[AttentionPlan],  # one per layer (layers with the same window share one)
+        logit_index: torch.Tensor,  # (num_rows,) long: tokens whose logits are returned
+    ) -> torch.Tensor:
+        """Run all layers over the T new tokens; returns float32 logits (num_rows, vocab)."""
+        s = self.shape
+        num_tokens = input_ids.shape[0]
+        q_width, kv_width = s.num_heads * s.head_dim, s.num_kv_heads * s.head_dim
+        cos, sin = self.rotary.lookup(positions, self.dtype)  # (T, 1, rotary_dim)
+        hidden = F.embedding(input_ids, self.embed)  # (T, hidden)
+        for i, layer in enumerate(self.layers):
+            x = self.rms_norm(hidden, layer.input_norm)
+            qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # (T, (H + 2 KVH) D)
+            qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
+            qk = apply_rotary(qk, cos, sin)
+            q, k = qk[:, : s.num_heads], qk[:, s.num_heads :]
+            v = qkv[:, q_width + kv_width :].view(num_tokens, s.num_kv_heads, s.head_dim)
+            attn = attention.forward(i, q, k, v, plans[i])  # (T, H D)
+            hidden = hidden + F.linear(attn, layer.o_proj, layer.o_bias)
+            x = self.rms_norm(hidden, layer.post_norm)
+            gate_up = F.linear(x, layer.gate_up, layer.gate_up_bias)  # (T, 2 I)
+            gate, up = gate_up.chunk(2, dim=-1)
+            hidden = hidden + F.linear(self.act(gate) * up, layer.down, layer.down_bias)
+        last = self.rms_norm(hidden.index_select(0, logit_index), self.norm)
+        return F.linear(last, self.lm_head).float()

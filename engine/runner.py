@@ -1,0 +1,110 @@
+"""ModelRunner: one forward of a ragged ForwardBatch over the paged KV pool -> last-token logits.
+
+The runner owns the model weights (laid out once, in ``dtype`` on ``device``)
+and an attention backend bound to the pool. It never allocates pool pages:
+the caller (the scheduler) decides the slots and passes them in the batch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from engine.attention import PagedAttention
+from engine.forward_batch import ForwardBatch
+from engine.models.llama import LlamaModel, ModelShape
+
+SUPPORTED_MODEL_TYPES = {"llama", "mistral", "qwen2", "smollm", "smollm2"}
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None or str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """None/"auto" -> bf16 on CUDA and on CPU (measured faster here, see README of bench decode)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype is None or dtype == "auto":
+        return torch.bfloat16
+    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16}
+    if dtype not in names:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(names)}")
+    return names[dtype]
+
+
+def make_attention(pool, shape: ModelShape, device: torch.device):
+    """FlashInfer on CUDA when importable, torch SDPA otherwise."""
+    if device.type == "cuda":
+        try:
+            from engine.attention_flashinfer import FlashInferAttention
+
+            return FlashInferAttention(pool, shape.num_heads, shape.num_kv_heads, shape.head_dim, device)
+        except ImportError:
+            pass
+    return PagedAttention(pool, shape.num_heads, shape.num_kv_heads, shape.head_dim)
+
+
+class ModelRunner:
+    """``forward(batch)`` writes the new tokens' K/V into ``pool`` and returns float32 logits."""
+
+    def __init__(self, loaded_model, pool, dtype: str | torch.dtype | None = None, device=None) -> None:
+        config = loaded_model.config
+        if config.model_type not in SUPPORTED_MODEL_TYPES:
+            raise ValueError(f"model_type {config.model_type!r} is not a Llama-family model")
+        self.loaded_model = loaded_model
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.pool = pool
+        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device)
+        self.shape = self.model.shape
+        self.attention = make_attention(pool, self.shape, self.device)
+        self._check_pool(pool)
+
+    def _check_pool(self, pool) -> None:
+        k0 = pool.k_cache[0] if len(pool.k_cache) else None
+        if len(pool.k_cache) != self.shape.num_layers or k0 is None:
+            raise ValueError(f"pool has {len(pool.k_cache)} layers, model has {self.shape.num_layers}")
+        if tuple(k0.shape[1:]) != (self.shape.num_kv_heads, self.shape.head_dim):
+            raise ValueError(f"pool kv shape {tuple(k0.shape[1:])} != ({self.shape.num_kv_heads}, {self.shape.head_dim})")
+
+    @property
+    def tokenizer(self):
+        return self.loaded_model.tokenizer
+
+    @torch.inference_mode()
+    def forward(self, batch: ForwardBatch) -> torch.Tensor:
+        """float32 logits (len(batch.resolve_logit_rows()), vocab) of each selected sequence's last new token."""
+        device = self.device
+        plans_by_window = {w: self.attention.plan(batch, w, device) for w in set(self.model.windows)}
+        plans = [plans_by_window[w] for w in self.model.windows]
+        logit_index = torch.tensor(batch.last_token_indices(), dtype=torch.long, device=device)
+        return self.model.forward(
+            batch.input_ids.to(device), batch.positions.to(device), self.attention, plans, logit_index
+        )
+
+    @classmethod
+    def from_spec(
+        cls,
+        model_spec: str = "smollm2-135m",
+        dtype: str | torch.dtype | None = None,
+        device=None,
+        num_pages: int = 4096,
+        page_size: int = 16,
+        cache_dir: str | os.PathLike | None = None,
+    ) -> "ModelRunner":
+        """Load ``model_spec`` (see engine.models.loader) and build a runner with a fresh KVPool (``.pool``)."""
+        from engine.kv_pool import KVPool
+        from engine.models.loader import load_model
+
+        loaded = load_model(model_spec, cache_dir=cache_dir)
+        device = resolve_device(device)
+        dtype = resolve_dtype(dtype, device)
+        shape = ModelShape.from_config(loaded.config)
+        pool = KVPool(num_pages, page_size, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
+                      head_dim=shape.head_dim, dtype=dtype, device=device)
+        return cls(loaded, pool, dtype, device)
