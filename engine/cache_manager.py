@@ -1,0 +1,119 @@
+"""CacheManager: a request's KV pages between the pool and the radix tree.
+
+Keeps the token-range invariant documented in engine/request.py: pages
+before num_tree_tokens are tree pages (locked through tree_node, no
+reference held), pages after are the request's own (one reference each).
+
+Contract with RadixCache: match_prefix never hands out references (lock the
+node before using its pages); insert takes over the caller's references for
+pages that become tree pages and frees the caller's duplicates; evict may
+free more pages than asked. With the radix cache disabled nothing is ever
+matched or inserted and release frees every own page.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.errors import EngineError, OutOfPagesError
+
+if TYPE_CHECKING:
+    from engine.kv_pool import KVPool
+    from engine.radix_cache import RadixCache
+    from engine.request import Request
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class CacheManager:
+    """Matches, locks, allocates, inserts and releases on behalf of requests."""
+
+    def __init__(self, pool: KVPool, cache: RadixCache, *, is_enabled: bool) -> None:
+        self.pool = pool
+        self.cache = cache
+        self.is_enabled = is_enabled
+        self.page_size = pool.page_size
+
+    # ---- matching -----------------------------------------------------
+    def match_length(self, req: Request) -> int:
+        """Cached tokens a request would reuse now (page-aligned); touches only LRU."""
+        if not self.is_enabled:
+            return 0
+        return self.cache.match_prefix(req.namespace, req.tokens[: req.match_limit()], is_counted=False).length
+
+    def admit(self, req: Request) -> None:
+        """Match the request's prefix and lock it; its computation starts after the match."""
+        if req.pages or req.tree_node is not None:
+            raise EngineError(f"request {req.request_id} admitted while holding pages")
+        length, pages, node = 0, [], None
+        if self.is_enabled:
+            is_first = req.num_cached_tokens is None  # hit/miss counts once per request
+            match = self.cache.match_prefix(req.namespace, req.tokens[: req.match_limit()], is_counted=is_first)
+            length, pages, node = match.length, list(match.pages), match.node
+            if node is not None:
+                self.cache.lock(node)
+        req.pages, req.tree_node = pages, node
+        req.num_tree_tokens = req.num_computed = length
+
+    # ---- pages --------------------------------------------------------
+    def allocate(self, num_pages: int) -> list[int] | None:
+        """num_pages fresh pages, evicting LRU tree leaves first; None if still short."""
+        if num_pages <= 0:
+            return []
+        if not self.pool.can_allocate(num_pages) and self.is_enabled:
+            self.cache.evict(num_pages - self.pool.num_free_pages)
+        if not self.pool.can_allocate(num_pages):
+            return None
+        try:
+            return self.pool.allocate(num_pages)
+        except OutOfPagesError:
+            return None
+
+    def ensure_pages(self, req: Request, num_new_tokens: int) -> bool:
+        """Grow req.pages to hold num_computed + num_new_tokens tokens; False if the pool is short."""
+        missing = ceil_div(req.num_computed + num_new_tokens, self.page_size) - len(req.pages)
+        pages = self.allocate(missing)
+        if pages is None:
+            return False
+        req.pages.extend(pages)
+        return True
+
+    def num_available_pages(self) -> int:
+        evictable = self.cache.num_evictable_pages if self.is_enabled else 0
+        return self.pool.num_free_pages + evictable
+
+    # ---- tree ---------------------------------------------------------
+    def commit_prefix(self, req: Request) -> None:
+        """Hand the computed full pages to the tree so others can reuse them now.
+
+        After insert the tree holds these tokens on canonical pages (our
+        duplicates were freed), so the request switches to those pages and
+        moves its lock to the deeper node.
+        """
+        aligned = req.num_computed // self.page_size * self.page_size
+        if not self.is_enabled or aligned <= req.num_tree_tokens:
+            return
+        num_pages = aligned // self.page_size
+        self.cache.insert(req.namespace, req.tokens[:aligned], req.pages[:num_pages])
+        match = self.cache.match_prefix(req.namespace, req.tokens[:aligned], is_counted=False)
+        if match.length != aligned:
+            raise EngineError(f"inserted {aligned} tokens but the tree matches {match.length}")
+        self.cache.lock(match.node)
+        if req.tree_node is not None:
+            self.cache.unlock(req.tree_node)
+        req.pages[:num_pages] = list(match.pages)
+        req.tree_node, req.num_tree_tokens = match.node, aligned
+
+    def release(self, req: Request, *, is_kv_valid: bool) -> None:
+        """Give back everything the request holds; keep its computed prefix when is_kv_valid."""
+        if is_kv_valid:
+            self.commit_prefix(req)
+        own_pages = req.pages[req.num_tree_tokens // self.page_size :]
+        if own_pages:
+            self.pool.free(own_pages)
+        if req.tree_node is not None:
+            self.cache.unlock(req.tree_node)
+        req.pages, req.tree_node = [], None
+        req.num_tree_tokens = req.num_computed = 0

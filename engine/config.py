@@ -1,0 +1,60 @@
+"""EngineConfig: everything the engine is built from, fixed at construction.
+
+The engine never reads the environment; the gateway turns its settings into
+one of these. Validation raises ValueError at construction, so a bad config
+fails before any weights are loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+POLICIES = ("lpm", "dfs-weight", "fcfs")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Frozen engine configuration.
+
+    kv_cache_tokens sizes the KV pool when num_pages is None
+    (num_pages = kv_cache_tokens // page_size). max_batch_tokens is the
+    per-step token budget (decode tokens + prefill chunks). With
+    enable_chunked_prefill off a prompt's remaining prefill runs in one step
+    (alone if it exceeds the budget). max_queue bounds the waiting queue;
+    a submission past it raises EngineOverloadedError.
+    """
+
+    model: str = "smollm2-135m"
+    device: str = "auto"
+    dtype: str | None = None
+    page_size: int = 16
+    num_pages: int | None = None
+    kv_cache_tokens: int = 32768
+    max_batch_tokens: int = 1024
+    max_running: int = 64
+    policy: str = "lpm"
+    enable_radix_cache: bool = True
+    enable_chunked_prefill: bool = True
+    enable_dedup: bool = True
+    dedup_min_tokens: int = 32
+    max_queue: int = 1024
+    max_context: int | None = None
+    default_namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+        for name in ("page_size", "kv_cache_tokens", "max_batch_tokens", "max_running", "max_queue"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_pages is not None and self.num_pages < 1:
+            raise ValueError(f"num_pages must be >= 1, got {self.num_pages}")
+        if self.max_context is not None and self.max_context < 2:
+            raise ValueError(f"max_context must be >= 2, got {self.max_context}")
+
+    @property
+    def num_kv_pages(self) -> int:
+        """Pages in the KV pool: num_pages, or kv_cache_tokens rounded down to pages."""
+        if self.num_pages is not None:
+            return self.num_pages
+        return max(1, self.kv_cache_tokens // self.page_size)

@@ -1,0 +1,231 @@
+"""Engine: the public library API over one background step thread.
+
+Threads: callers (asyncio or plain threads) only validate, build a Request
+and put a command on the inbox; the step thread alone touches the
+scheduler, the radix cache and the pool. Outputs go back through each
+request's emit callback (loop.call_soon_threadsafe for asyncio callers).
+Short cache queries from other threads (stats, unpin, pin quota) take
+self._lock, which the step thread holds everywhere except during the
+forward itself.
+
+The loop never dies on a bad request: an error while scheduling or running
+fails the requests of that step only (their pages go back) and the loop
+goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+
+from engine.config import EngineConfig
+from engine.engine_core import EngineCore
+from engine.errors import EngineOverloadedError, PromptTooLongError
+from engine.sampling_params import RequestOutput, SamplingParams
+
+logger = logging.getLogger(__name__)
+
+
+class Engine:
+    """A radix-cached LLM engine: start(), generate()/generate_sync(), abort(), pin(), shutdown()."""
+
+    def __init__(self, config: EngineConfig | None = None, *, runner=None) -> None:
+        self.config = config or EngineConfig()
+        if runner is None:
+            from engine.runner import ModelRunner
+
+            runner = ModelRunner.from_spec(
+                self.config.model, dtype=self.config.dtype, device=self.config.device,
+                num_pages=self.config.num_kv_pages, page_size=self.config.page_size,
+            )
+        self.runner = runner
+        loaded = runner.loaded_model
+        self.tokenizer = loaded.tokenizer
+        self.model_id = loaded.model_id
+        self.max_context = min(self.config.max_context or loaded.max_context, loaded.max_context or 10**9)
+        self._lock = threading.RLock()
+        self._core = EngineCore(self.config, runner, self._lock, frozenset(loaded.eos_token_ids))
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._is_stopping = threading.Event()
+
+    # ---- lifecycle ----------------------------------------------------
+    def start(self) -> "Engine":
+        if self._thread is None:
+            self._is_stopping.clear()
+            self._thread = threading.Thread(target=self._run_loop, name="radixgate-engine-step", daemon=True)
+            self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        if self._thread is None:
+            return
+        self._is_stopping.set()
+        self._inbox.put(("wake",))
+        self._thread.join()
+        self._thread = None
+
+    def __enter__(self) -> "Engine":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    @property
+    def pool(self):
+        return self._core.pool
+
+    @property
+    def cache(self):
+        return self._core.cache
+
+    # ---- submission ---------------------------------------------------
+    def submit(
+        self,
+        token_ids: list[int],
+        params: SamplingParams | None,
+        emit: Callable[[RequestOutput], None],
+        *,
+        namespace: str | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        """Queue one request; emit(output) is called on the step thread. Returns the request id."""
+        params = params or SamplingParams()
+        token_ids = [int(t) for t in token_ids]
+        self._validate(token_ids, params)
+        request_id = request_id or uuid.uuid4().hex
+        req = self._core.make_request(request_id, token_ids, params, namespace or self.config.default_namespace, emit)
+        self._core.count_waiting(+1)
+        self._inbox.put(("add", req))
+        return request_id
+
+    def _validate(self, token_ids: list[int], params: SamplingParams) -> None:
+        if not token_ids:
+            raise ValueError("the prompt has no tokens")
+        total = len(token_ids) + params.max_tokens
+        if total > self.max_context:
+            raise PromptTooLongError(
+                f"prompt ({len(token_ids)} tokens) + max_tokens ({params.max_tokens}) = {total} "
+                f"exceeds the model's context of {self.max_context} tokens")
+        if -(-total // self.config.page_size) > self.pool.num_pages:
+            raise PromptTooLongError(f"{total} tokens do not fit the KV pool of {self.pool.num_pages} pages")
+        if self._core.num_waiting >= self.config.max_queue:
+            raise EngineOverloadedError(f"the waiting queue is full ({self.config.max_queue} requests)")
+
+    def generate(
+        self, token_ids: list[int], params: SamplingParams | None = None, namespace: str | None = None,
+        request_id: str | None = None,
+    ) -> AsyncIterator[RequestOutput]:
+        """Submit now (validation errors raise here) and stream outputs; the last carries usage.
+
+        Leaving the iteration early (client gone, task cancelled) aborts the request.
+        """
+        loop = asyncio.get_running_loop()
+        outputs: asyncio.Queue = asyncio.Queue()
+
+        def emit(output: RequestOutput) -> None:
+            try:
+                loop.call_soon_threadsafe(outputs.put_nowait, output)
+            except RuntimeError:  # the caller's loop is closed: nobody is listening
+                self.abort(output.request_id)
+
+        request_id = self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id)
+        return self._stream(outputs, request_id)
+
+    async def _stream(self, outputs: asyncio.Queue, request_id: str) -> AsyncIterator[RequestOutput]:
+        is_done = False
+        try:
+            while not is_done:
+                output = await outputs.get()
+                is_done = output.is_finished
+                if output.error is not None:
+                    raise output.error
+                yield output
+        finally:
+            if not is_done:
+                self.abort(request_id)
+
+    def generate_sync(
+        self, token_ids: list[int], params: SamplingParams | None = None, namespace: str | None = None,
+        request_id: str | None = None, timeout: float | None = None,
+    ) -> RequestOutput:
+        """Block until the request finishes; the final output has output_token_ids, output_text and usage."""
+        future: Future = Future()
+
+        def emit(output: RequestOutput) -> None:
+            if output.is_finished:
+                future.set_result(output)
+
+        self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id)
+        output = future.result(timeout)
+        if output.error is not None:
+            raise output.error
+        return output
+
+    def abort(self, request_id: str) -> None:
+        """Abort a request wherever it is; everything it held goes back. Unknown ids are ignored."""
+        self._inbox.put(("abort", request_id))
+
+    # ---- pins ---------------------------------------------------------
+    async def pin(self, namespace: str, token_ids: list[int]) -> str:
+        """Prefill token_ids in namespace if needed, then pin the cached path; returns the pin id."""
+        return await asyncio.wrap_future(self.pin_future(namespace, token_ids))
+
+    def pin_future(self, namespace: str, token_ids: list[int]) -> Future:
+        future: Future = Future()
+        token_ids = [int(t) for t in token_ids]
+        self._validate(token_ids, SamplingParams(max_tokens=0))
+        self._inbox.put(("call", lambda: self._core.start_pin(namespace, token_ids, future)))
+        return future
+
+    def unpin(self, pin_id: str) -> None:
+        with self._lock:
+            self.cache.unpin(pin_id)
+
+    def set_pin_quota(self, namespace: str, num_tokens: int) -> None:
+        with self._lock:
+            self.cache.set_pin_quota(namespace, num_tokens)
+
+    def pin_info(self, pin_id: str) -> dict:
+        with self._lock:
+            return self.cache.pin_info(pin_id)
+
+    # ---- introspection ------------------------------------------------
+    def stats(self) -> dict:
+        with self._lock:
+            return self._core.stats() | {"model_id": self.model_id, "is_running": self._thread is not None}
+
+    def flush_cache(self) -> int:
+        """Evict every unlocked, unpinned tree page; returns pages freed (benches and leak checks)."""
+        with self._lock:
+            return self.cache.evict(self.cache.num_evictable_pages)
+
+    # ---- step thread --------------------------------------------------
+    def _run_loop(self) -> None:
+        while not self._is_stopping.is_set():
+            self._drain_inbox(block=not self._core.has_work)
+            if self._is_stopping.is_set():
+                break
+            if self._core.has_work and not self._core.step():
+                time.sleep(0.002)  # nothing fits this step (all waiting on pages / producers)
+        with self._lock:
+            self._core.abort_all()
+
+    def _drain_inbox(self, *, block: bool) -> None:
+        try:
+            command = self._inbox.get(timeout=0.5) if block else self._inbox.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            with self._lock:
+                self._core.handle(command)
+            try:
+                command = self._inbox.get_nowait()
+            except queue.Empty:
+                return

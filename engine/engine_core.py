@@ -1,0 +1,198 @@
+"""EngineCore: what the step thread drives — scheduler, cache, runner — and its counters.
+
+The step is three moves (schedule, forward, postprocess); the lock is held
+around the first and the last so other threads may read stats or change
+pins between steps, never during a cache mutation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+
+from engine.batch_builder import build_forward_batch
+from engine.cache_manager import CacheManager
+from engine.config import EngineConfig
+from engine.detokenizer import Detokenizer
+from engine.errors import EngineError
+from engine.radix_cache import RadixCache
+from engine.request import Request, RequestStatus
+from engine.sampler import make_generator
+from engine.sampling_params import RequestOutput, SamplingParams
+from engine.scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+
+class EngineCore:
+    """Step-thread state. Every method except count_waiting/num_waiting runs under the engine lock."""
+
+    def __init__(self, config: EngineConfig, runner, lock: threading.RLock, eos_token_ids: frozenset[int]) -> None:
+        self.config = config
+        self.runner = runner
+        self.pool = runner.pool
+        self.cache = RadixCache(self.pool)
+        self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache)
+        self.scheduler = Scheduler(config, self.cache_manager)
+        self.tokenizer = runner.loaded_model.tokenizer
+        self.eos_token_ids = eos_token_ids
+        self._lock = lock
+        self._waiting_lock = threading.Lock()
+        self._num_waiting = 0
+        self.num_steps = 0
+        self.num_prefill_tokens = 0
+        self.num_decode_tokens = 0
+        self.forward_s = 0.0
+
+    # ---- requests -----------------------------------------------------
+    def make_request(self, request_id: str, token_ids: list[int], params: SamplingParams, namespace: str,
+                     emit, *, is_counted: bool = True) -> Request:
+        detokenizer = Detokenizer(self.tokenizer, token_ids, params.stop) if self.tokenizer is not None else None
+        req = Request(request_id, token_ids, params, namespace, detokenizer=detokenizer,
+                      generator=make_generator(params.seed), emit=emit, eos_token_ids=self.eos_token_ids)
+        req.is_counted_waiting = is_counted
+        req.emit = self._wrap_emit(req, emit)
+        return req
+
+    def _wrap_emit(self, req: Request, emit):
+        def emit_once_safe(output: RequestOutput) -> None:
+            if output.is_finished:
+                self._uncount(req)
+            try:
+                emit(output)
+            except Exception:  # a broken consumer must not take the loop down
+                logger.exception("emit failed for request %s", req.request_id)
+        return emit_once_safe
+
+    def count_waiting(self, delta: int) -> None:
+        with self._waiting_lock:
+            self._num_waiting += delta
+
+    @property
+    def num_waiting(self) -> int:
+        return self._num_waiting
+
+    def _uncount(self, req: Request) -> None:
+        if req.is_counted_waiting:
+            req.is_counted_waiting = False
+            self.count_waiting(-1)
+
+    @property
+    def has_work(self) -> bool:
+        return self.scheduler.has_work
+
+    def handle(self, command: tuple) -> None:
+        kind = command[0]
+        if kind == "add":
+            self.scheduler.add_request(command[1])
+        elif kind == "abort":
+            self.scheduler.abort(command[1])
+        elif kind == "call":
+            command[1]()
+
+    # ---- the step -----------------------------------------------------
+    def step(self) -> bool:
+        """Run one forward over the scheduled chunks; False when nothing could be scheduled."""
+        with self._lock:
+            try:
+                chunks = self.scheduler.schedule()
+                for chunk in chunks:
+                    self._uncount(chunk.req)
+                batch = build_forward_batch(chunks, self.pool.page_size, self.runner.device) if chunks else None
+            except Exception as error:  # noqa: BLE001 - the loop must survive; fail what was planned
+                logger.exception("scheduling failed")
+                self._fail_running(error)
+                return False
+        if batch is None:
+            return False
+        started = time.perf_counter()
+        try:
+            logits = self.runner.forward(batch)
+        except Exception as error:  # noqa: BLE001
+            logger.exception("forward failed")
+            with self._lock:
+                for chunk in chunks:
+                    if chunk.req.status is RequestStatus.RUNNING:
+                        self.scheduler.fail(chunk.req, error)
+            return True
+        self.forward_s += time.perf_counter() - started
+        with self._lock:
+            self._count_step(chunks)
+            try:
+                self.scheduler.postprocess(chunks, logits)
+            except Exception as error:  # noqa: BLE001
+                logger.exception("postprocess failed")
+                self._fail_running(error, [c.req for c in chunks])
+        return True
+
+    def _count_step(self, chunks) -> None:
+        self.num_steps += 1
+        for chunk in chunks:
+            is_decode = chunk.num_new == 1 and chunk.is_last and chunk.req.num_outputs > 0
+            if is_decode:
+                self.num_decode_tokens += 1
+            else:
+                self.num_prefill_tokens += chunk.num_new
+
+    def _fail_running(self, error: BaseException, reqs: list[Request] | None = None) -> None:
+        for req in list(reqs if reqs is not None else self.scheduler.running):
+            if req.status is not RequestStatus.FINISHED:
+                try:
+                    self.scheduler.fail(req, error)
+                except Exception:  # noqa: BLE001 - keep failing the others
+                    logger.exception("failing request %s", req.request_id)
+
+    def abort_all(self) -> None:
+        for req in [*self.scheduler.running, *self.scheduler.waiting]:
+            self.scheduler.abort(req.request_id)
+
+    # ---- pins ---------------------------------------------------------
+    def start_pin(self, namespace: str, token_ids: list[int], future: Future) -> None:
+        """Pin the page-aligned prefix of token_ids, prefilling it first when not cached."""
+        if not self.config.enable_radix_cache:
+            future.set_exception(EngineError("pins need the radix cache (enable_radix_cache=False)"))
+            return
+        aligned = len(token_ids) // self.pool.page_size * self.pool.page_size
+        if aligned == 0:
+            future.set_exception(ValueError(f"a pin needs at least one full page ({self.pool.page_size} tokens)"))
+            return
+        prefix = token_ids[:aligned]
+        if self.cache.match_prefix(namespace, prefix).length >= aligned:
+            self._finish_pin(namespace, prefix, future)
+            return
+        req = self.make_request(f"pin-{id(future):x}", prefix, SamplingParams(max_tokens=0), namespace,
+                                lambda output: None, is_counted=False)
+        req.on_finish = lambda done: self._on_pin_prefilled(done, namespace, prefix, future)
+        self.scheduler.add_request(req)
+
+    def _on_pin_prefilled(self, req: Request, namespace: str, prefix: list[int], future: Future) -> None:
+        if req.error is not None or req.finish_reason == "abort":
+            future.set_exception(req.error or EngineError("the pin's prefill was aborted"))
+            return
+        self._finish_pin(namespace, prefix, future)
+
+    def _finish_pin(self, namespace: str, prefix: list[int], future: Future) -> None:
+        try:
+            future.set_result(self.cache.pin(namespace, prefix))
+        except Exception as error:  # noqa: BLE001 - QuotaExceededError etc. go to the caller
+            future.set_exception(error)
+
+    # ---- stats --------------------------------------------------------
+    def stats(self) -> dict:
+        return {
+            "policy": self.config.policy,
+            "enable_radix_cache": self.config.enable_radix_cache,
+            "num_waiting": len(self.scheduler.waiting),
+            "num_running": len(self.scheduler.running),
+            "num_finished": self.scheduler.num_finished,
+            "num_preemptions": self.scheduler.num_preemptions,
+            "num_steps": self.num_steps,
+            "num_prefill_tokens": self.num_prefill_tokens,
+            "num_decode_tokens": self.num_decode_tokens,
+            "forward_s": round(self.forward_s, 3),
+            "pool": {"num_pages": self.pool.num_pages, "page_size": self.pool.page_size,
+                     "num_free_pages": self.pool.num_free_pages},
+            "cache": self.cache.stats(),
+        }

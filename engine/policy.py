@@ -1,0 +1,80 @@
+"""Waiting-queue policies: the order in which waiting requests are considered.
+
+  fcfs        arrival order (a preempted request goes back to the front).
+  lpm         longest cached prefix first; ties keep arrival order.
+  dfs-weight  walk the tree of cached prefixes depth-first, heavier subtrees
+              (more waiting requests below) first, so requests that share a
+              cached branch run together while it is resident.
+
+Every policy is a pure function of the waiting list and each request's
+current match length; none touches the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.request import Request
+
+
+class _TrieNode:
+    __slots__ = ("children", "requests", "weight", "first_arrival")
+
+    def __init__(self) -> None:
+        self.children: dict[tuple, _TrieNode] = {}
+        self.requests: list[Request] = []
+        self.weight = 0
+        self.first_arrival = 0
+
+
+def order_fcfs(waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int) -> list[Request]:
+    return list(waiting)
+
+
+def order_lpm(waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int) -> list[Request]:
+    lengths = {id(req): match_length(req) for req in waiting}
+    return sorted(waiting, key=lambda req: -lengths[id(req)])
+
+
+def order_dfs_weight(
+    waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int
+) -> list[Request]:
+    """Depth-first over the page-block trie of the cached prefixes, heaviest child first."""
+    roots: dict[str, _TrieNode] = {}
+    for arrival, req in enumerate(waiting):
+        node = roots.setdefault(req.namespace, _TrieNode())
+        node.weight += 1
+        for start in range(0, match_length(req), page_size):
+            block = tuple(req.tokens[start : start + page_size])
+            child = node.children.get(block)
+            if child is None:
+                child = node.children[block] = _TrieNode()
+                child.first_arrival = arrival
+            child.weight += 1
+            node = child
+        node.requests.append(req)
+    ordered: list[Request] = []
+    for root in sorted(roots.values(), key=lambda n: -n.weight):
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            ordered.extend(node.requests)
+            children = sorted(node.children.values(), key=lambda n: (-n.weight, n.first_arrival))
+            stack.extend(reversed(children))
+    return ordered
+
+
+POLICY_ORDERS = {"fcfs": order_fcfs, "lpm": order_lpm, "dfs-weight": order_dfs_weight}
+
+
+def order_waiting(
+    policy: str, waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int
+) -> list[Request]:
+    """The waiting requests in the order the scheduler should try to admit them."""
+    try:
+        order = POLICY_ORDERS[policy]
+    except KeyError:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(POLICY_ORDERS)}") from None
+    return order(waiting, match_length, page_size)

@@ -1,0 +1,239 @@
+"""Scheduler: continuous batching with chunked prefill over a radix-cached KV pool.
+
+One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
+
+  1. every running request with one pending token (decode) gets its token;
+     if no page is left for it, evict LRU tree leaves, then preempt the
+     newest running request (its computed prefix stays in the tree) and
+     requeue it at the front of the waiting queue;
+  2. running requests still prefilling get their next chunk (token budget);
+  3. waiting requests are admitted in policy order while budget, pages and
+     max_running allow. In-batch dedup: a waiting request whose prompt shares
+     a not-yet-cached prefix with a request that is computing it right now
+     stays waiting until that prefix is in the tree, then prefills only the
+     rest.
+
+The scheduler lives on the step thread; nothing here is thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import torch
+
+from engine.batch_builder import ScheduledChunk
+from engine.cache_manager import CacheManager, ceil_div
+from engine.config import EngineConfig
+from engine.errors import EngineError, OutOfPagesError
+from engine.policy import order_waiting
+from engine.request import Request, RequestStatus
+from engine.sampler import Sampler
+from engine.sampling_params import RequestOutput
+
+MAX_POLICY_WINDOW = 512
+
+
+def common_prefix_len(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if diff.size else n
+
+
+class Scheduler:
+    """Waiting queue, running set, and the per-step plan."""
+
+    def __init__(self, config: EngineConfig, cache: CacheManager) -> None:
+        self.config = config
+        self.cache = cache
+        self.page_size = cache.page_size
+        self.sampler = Sampler()
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.num_preemptions = 0
+        self.num_finished = 0
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def add_request(self, req: Request) -> None:
+        self.waiting.append(req)
+
+    # ---- planning -----------------------------------------------------
+    def schedule(self) -> list[ScheduledChunk]:
+        """The chunks of the next forward (possibly empty when nothing fits)."""
+        chunks = self._schedule_decodes()
+        budget = self.config.max_batch_tokens - len(chunks)
+        budget = self._schedule_running_prefills(chunks, budget)
+        self._admit_waiting(chunks, budget)
+        return chunks
+
+    def _schedule_decodes(self) -> list[ScheduledChunk]:
+        chunks: list[ScheduledChunk] = []
+        for req in list(self.running):
+            if req.status is not RequestStatus.RUNNING or req.num_pending != 1:
+                continue
+            while not self.cache.ensure_pages(req, 1):
+                if not self._preempt_newest(req):
+                    break
+            if req.status is RequestStatus.RUNNING and req.num_pending == 1:
+                chunks.append(ScheduledChunk(req, 1))
+        return chunks
+
+    def _preempt_newest(self, needy: Request) -> bool:
+        """Preempt the newest running request; False when the needy one runs alone (it fails)."""
+        victim = self.running[-1]
+        if victim is needy and len(self.running) == 1:
+            self.fail(needy, OutOfPagesError(f"request {needy.request_id} does not fit in the KV pool"))
+            return False
+        self.preempt(victim)
+        return victim is not needy
+
+    def preempt(self, req: Request) -> None:
+        """Stop a running request, keep its computed prefix in the tree, requeue it first."""
+        self.running.remove(req)
+        self.cache.release(req, is_kv_valid=True)
+        req.status = RequestStatus.WAITING
+        req.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(req)
+
+    def _chunk_size(self, req: Request, budget: int, has_prefill: bool) -> int:
+        if self.config.enable_chunked_prefill:
+            return min(req.num_pending, budget)
+        if req.num_pending <= budget or not has_prefill:
+            return req.num_pending
+        return 0
+
+    def _schedule_running_prefills(self, chunks: list[ScheduledChunk], budget: int) -> int:
+        for req in self.running:
+            if req.num_pending <= 1 or budget <= 0:
+                continue
+            size = self._fit_to_pages(req, self._chunk_size(req, budget, any(c.num_new > 1 for c in chunks)))
+            if size > 0 and self.cache.ensure_pages(req, size):
+                chunks.append(ScheduledChunk(req, size))
+                budget -= size
+        return budget
+
+    def _fit_to_pages(self, req: Request, size: int) -> int:
+        """Shrink a prefill chunk to the pages that can still be had (chunked prefill only)."""
+        if not self.config.enable_chunked_prefill or size <= 1:
+            return size
+        num_slots = (len(req.pages) + self.cache.num_available_pages()) * self.page_size
+        return max(0, min(size, num_slots - req.num_computed))
+
+    def _admit_waiting(self, chunks: list[ScheduledChunk], budget: int) -> None:
+        if not self.waiting or budget <= 0 or len(self.running) >= self.config.max_running:
+            return
+        window = list(self.waiting)[:MAX_POLICY_WINDOW]
+        lengths: dict[int, int] = {}
+
+        def match_length(req: Request) -> int:
+            if id(req) not in lengths:
+                lengths[id(req)] = self.cache.match_length(req)
+            return lengths[id(req)]
+
+        producers = [r for r in self.running if r.num_computed < r.num_prompt_tokens]
+        for req in order_waiting(self.config.policy, window, match_length, self.page_size):
+            if budget <= 0 or len(self.running) >= self.config.max_running:
+                break
+            if self._is_waiting_for_producer(req, match_length(req), producers):
+                continue
+            self.cache.admit(req)
+            size = self._fit_to_pages(req, self._chunk_size(req, budget, any(c.num_new > 1 for c in chunks)))
+            if size <= 0 or not self.cache.ensure_pages(req, size):
+                self.cache.release(req, is_kv_valid=False)
+                break
+            self.waiting.remove(req)
+            if req.num_cached_tokens is None:
+                req.num_cached_tokens = min(req.num_computed, req.num_prompt_tokens)
+            req.status = RequestStatus.RUNNING
+            self.running.append(req)
+            chunks.append(ScheduledChunk(req, size))
+            producers.append(req)
+            budget -= size
+
+    def _is_waiting_for_producer(self, req: Request, num_cached: int, producers: list[Request]) -> bool:
+        """True when a running prefill is computing a long uncached prefix this request shares."""
+        if not (self.config.enable_dedup and self.cache.is_enabled):
+            return False
+        limit = req.prompt_array[: req.match_limit()]
+        for producer in producers:
+            if producer is req or producer.namespace != req.namespace:
+                continue
+            shared = common_prefix_len(limit, producer.prompt_array) // self.page_size * self.page_size
+            if shared - num_cached >= self.config.dedup_min_tokens:
+                return True
+        return False
+
+    # ---- after the forward -------------------------------------------
+    def postprocess(self, chunks: list[ScheduledChunk], logits: torch.Tensor | None) -> None:
+        """Advance every chunk, sample where logits came back, finish and emit."""
+        sampled = [c for c in chunks if c.needs_logits]
+        tokens = self._sample(sampled, logits)
+        prefill_done = [c.req for c in chunks if c.is_last and c.req.is_prefill_only]
+        for chunk in chunks:
+            self._advance(chunk)
+        for chunk, token in zip(sampled, tokens):
+            self._deliver_token(chunk.req, token)
+        for req in prefill_done:
+            self.finish(req)
+
+    def _sample(self, sampled: list[ScheduledChunk], logits: torch.Tensor | None) -> list[int]:
+        if not sampled:
+            return []
+        if logits is None or logits.shape[0] != len(sampled):
+            raise EngineError(f"runner returned logits for {None if logits is None else logits.shape[0]} "
+                              f"rows, expected {len(sampled)}")
+        return self.sampler.sample(logits, [c.req.params for c in sampled], [c.req.generator for c in sampled])
+
+    def _advance(self, chunk: ScheduledChunk) -> None:
+        req = chunk.req
+        is_decode = chunk.num_new == 1 and chunk.is_last and req.num_outputs > 0
+        if not is_decode:
+            req.num_computed_prefill += chunk.num_new - (1 if chunk.is_last and req.num_outputs > 0 else 0)
+        req.num_computed += chunk.num_new
+        if not is_decode:
+            self.cache.commit_prefix(req)
+
+    def _deliver_token(self, req: Request, token: int) -> None:
+        delta = req.append_token(token)
+        if req.finish_reason is not None:
+            self.finish(req, delta_ids=[token], delta_text=delta)
+        else:
+            req.emit(RequestOutput(request_id=req.request_id, token_ids=[token], text=delta))
+
+    # ---- endings ------------------------------------------------------
+    def finish(self, req: Request, delta_ids: list[int] | None = None, delta_text: str = "") -> None:
+        """Release a request's pages (keeping valid KV in the tree) and send its final output."""
+        if req.status is RequestStatus.RUNNING:
+            self.running.remove(req)
+            self.cache.release(req, is_kv_valid=req.error is None and req.finish_reason != "abort")
+        elif req in self.waiting:
+            self.waiting.remove(req)
+        req.status = RequestStatus.FINISHED
+        req.finish_reason = req.finish_reason or "abort"
+        self.num_finished += 1
+        if req.on_finish is not None:
+            req.on_finish(req)
+        req.emit(req.final_output(delta_ids or [], delta_text))
+
+    def abort(self, request_id: str) -> bool:
+        """Abort a waiting or running request; False if it is unknown or already done."""
+        for req in [*self.running, *self.waiting]:
+            if req.request_id == request_id:
+                req.finish_reason = "abort"
+                self.finish(req)
+                return True
+        return False
+
+    def fail(self, req: Request, error: BaseException) -> None:
+        """End one request with an error; its pages go back, the loop carries on."""
+        req.error = error
+        req.finish_reason = "abort"
+        self.finish(req)
+
+    def num_pages_needed(self, num_tokens: int) -> int:
+        return ceil_div(num_tokens, self.page_size)
