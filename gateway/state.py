@@ -8,6 +8,7 @@ GatewayState per app, tests build their own, and handlers reach it through
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,8 @@ class GatewayState:
     router: BackendRouter | None = None
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     admin_key_generated: str | None = None
+    pins: Any = None  # gateway.pins.PinBook: live engine pin ids and TTL timers (built by rewarm_pins)
+    started_at: int = field(default_factory=lambda: int(time.time()))
     background_tasks: set[asyncio.Task] = field(default_factory=set)
 
     @property

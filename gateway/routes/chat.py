@@ -1,0 +1,24 @@
+"""POST /v1/chat/completions: OpenAI-compatible, streaming or not. The request path lives in gateway/chat_service.py."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from gateway import chat_service
+from gateway.deps import CallerDep, StateDep
+from gateway.schemas import ChatCompletion, ChatCompletionRequest
+from gateway.streaming import SSE_HEADERS
+
+router = APIRouter(tags=["chat"])
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def create_chat_completion(
+    body: ChatCompletionRequest, caller: CallerDep, gw: StateDep, request: Request
+) -> ChatCompletion | StreamingResponse:
+    """Canonicalize, generate and answer; with `stream: true` the answer is Server-Sent Events."""
+    run = await chat_service.start_chat(gw, caller, body, request)
+    if body.stream:
+        return StreamingResponse(chat_service.stream_events(run), media_type="text/event-stream", headers=SSE_HEADERS)
+    return await chat_service.complete(run)

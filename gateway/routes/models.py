@@ -1,0 +1,24 @@
+"""GET /v1/models and GET /v1/models/{id}: the models this gateway serves."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from gateway.chat_service import served_model_ids
+from gateway.deps import StateDep, TenantDep
+from gateway.errors import not_found
+from gateway.schemas import ModelCard, ModelList
+
+router = APIRouter(tags=["models"])
+
+
+@router.get("/v1/models")
+def list_models(gw: StateDep, _: TenantDep) -> ModelList:
+    return ModelList(data=[ModelCard(id=model_id, created=gw.started_at) for model_id in served_model_ids(gw)])
+
+
+@router.get("/v1/models/{model_id:path}")
+def get_model(model_id: str, gw: StateDep, _: TenantDep) -> ModelCard:
+    if model_id not in served_model_ids(gw):
+        raise not_found(f"The model {model_id!r} does not exist.", "model")
+    return ModelCard(id=model_id, created=gw.started_at)

@@ -1,0 +1,90 @@
+"""EmbeddedBackend: the in-process engine behind the Backend protocol.
+
+The engine's radix cache is keyed by the namespace it is given, so
+`usage.cached_tokens` is by construction a hit inside the caller's own cache
+domain. Leaving the stream early (client disconnect, cancellation) aborts the
+engine request, which frees its pages and unlocks its cached prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, AsyncIterator
+
+from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+
+if TYPE_CHECKING:
+    from engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedBackend:
+    """Adapts `engine.Engine.generate` to `Backend.stream`."""
+
+    def __init__(self, engine: Engine, name: str = "embedded") -> None:
+        self.engine = engine
+        self.name = name
+
+    @property
+    def model_id(self) -> str:
+        return self.engine.model_id
+
+    def is_healthy(self) -> bool:
+        is_running = getattr(self.engine, "is_running", None)
+        if is_running is None:
+            return True
+        return bool(is_running() if callable(is_running) else is_running)
+
+    def abort(self, request_id: str) -> None:
+        self.engine.abort(request_id)
+
+    async def stream(
+        self, prompt: PreparedPrompt, params: GenerationParams, namespace: str, request_id: str
+    ) -> AsyncIterator[BackendChunk]:
+        """Yield text deltas, then one final chunk with finish_reason and usage; abort on early exit."""
+        sampling = to_sampling_params(params)
+        is_finished = False
+        try:
+            async for out in self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id):
+                error = getattr(out, "error", None)
+                if error is not None:
+                    is_finished = True
+                    raise error
+                if out.finish_reason is None:
+                    if out.text or out.token_ids:
+                        yield BackendChunk(text=out.text, token_ids=tuple(out.token_ids))
+                    continue
+                is_finished = True
+                yield BackendChunk(
+                    text=out.text, token_ids=tuple(out.token_ids), finish_reason=out.finish_reason, usage=to_usage(out.usage)
+                )
+                return
+        finally:
+            if not is_finished:
+                log.info("aborting engine request %s (stream closed early)", request_id)
+                self.engine.abort(request_id)
+
+
+def to_sampling_params(params: GenerationParams):
+    from engine import SamplingParams
+
+    return SamplingParams(
+        max_tokens=params.max_tokens,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        seed=params.seed,
+        stop=list(params.stop),
+    )
+
+
+def to_usage(usage) -> BackendUsage | None:
+    if usage is None:
+        return None
+    return BackendUsage(
+        prompt_tokens=usage.prompt_tokens,
+        cached_tokens=usage.cached_tokens,
+        completion_tokens=usage.completion_tokens,
+        ttft_s=usage.ttft_s,
+        decode_s=usage.decode_s,
+    )

@@ -1,0 +1,87 @@
+"""Tool calls in the embedded model's output: detect them while streaming, parse them into OpenAI's shape.
+
+The built-in templates ask the model to answer a tool call as
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (a JSON list of such
+objects is accepted too, and so is a bare JSON object that is the whole
+answer). Text that does not parse stays ordinary content.
+
+`ToolCallDetector` lets ordinary answers stream token by token: it holds text
+back only while the answer so far could still be the start of a tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+OPEN_TAG = "<tool_call>"
+TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def parse_tool_calls(text: str) -> list[dict] | None:
+    """OpenAI `tool_calls` entries for a complete answer, or None if it is not a tool call."""
+    stripped = text.strip()
+    bodies = TAG_RE.findall(stripped) if stripped.startswith(OPEN_TAG) else [stripped]
+    calls: list[dict] = []
+    for body in bodies:
+        try:
+            value = json.loads(body)
+        except (json.JSONDecodeError, ValueError):
+            return None
+        for item in value if isinstance(value, list) else [value]:
+            call = to_openai_call(item)
+            if call is None:
+                return None
+            calls.append(call)
+    return calls or None
+
+
+def to_openai_call(item: object) -> dict | None:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        return None
+    arguments = item.get("arguments", item.get("parameters", {}))
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": item["name"], "arguments": arguments},
+    }
+
+
+class ToolCallDetector:
+    """Decides, from the first characters of an answer, whether to stream it or hold it as a possible tool call."""
+
+    def __init__(self, is_enabled: bool) -> None:
+        self.is_enabled = is_enabled
+        self._buffer = ""
+        self._is_holding = False
+        self._is_decided = not is_enabled
+
+    def feed(self, text: str) -> str:
+        """Take a text delta; return the part that can be sent to the client now."""
+        if self._is_decided and not self._is_holding:
+            return text
+        self._buffer += text
+        if self._is_holding:
+            return ""
+        head = self._buffer.lstrip()
+        if not head:
+            return ""
+        if head.startswith(("{", "[")) or head.startswith(OPEN_TAG) or OPEN_TAG.startswith(head):
+            self._is_holding = len(head) >= len(OPEN_TAG) or head[0] in "{["
+            self._is_decided = self._is_holding
+            return ""
+        self._is_decided = True
+        released, self._buffer = self._buffer, ""
+        return released
+
+    def finish(self) -> tuple[str, list[dict] | None]:
+        """At the end of the answer: (content not yet sent, tool calls or None)."""
+        rest, self._buffer = self._buffer, ""
+        if self.is_enabled and rest.strip():
+            calls = parse_tool_calls(rest)
+            if calls:
+                return "", calls
+        return rest, None
