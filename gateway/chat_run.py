@@ -151,7 +151,7 @@ class ChatRun:
             if self.gw.metrics is not None:
                 self.gw.metrics.observe_request(
                     self.caller.tenant.name, row["prompt_tokens"], row["cached_tokens"],
-                    (row["ttft_ms"] or 0.0) / 1000, row["latency_ms"] / 1000, self.status,
+                    None if row["ttft_ms"] is None else row["ttft_ms"] / 1000, row["latency_ms"] / 1000, self.status,
                 )
         except Exception:  # recording must never fail a request
             log.exception("could not record request %s", self.request_id)

@@ -65,6 +65,7 @@ class GatewayState:
     metrics: Any = None
     miss_attributor: Any = None
     router: BackendRouter | None = None
+    pins: Any = None  # gateway.pins.PinBook, created by the pins service on first use
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     admin_key_generated: str | None = None
     pins: Any = None  # gateway.pins.PinBook: live engine pin ids and TTL timers (built by rewarm_pins)

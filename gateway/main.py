@@ -1,0 +1,144 @@
+"""The app factory and its lifespan. Nothing is built at import time.
+
+    app = create_app(Settings(...), engine=shared_engine)   # tests inject an engine
+    uvicorn.run(create_app(), ...)
+
+The lifespan builds, in order: database engine and session factory -> migrations
+-> admin key -> Engine (unless injected) -> TemplateRegistry -> Metrics ->
+LogWriter (started) -> ShadowIndex -> MissAttributor -> Router -> re-warm
+stored pins; shutdown reverses it (the LogWriter flushes what is queued; an
+engine the app built is shut down, an injected one is left running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI
+
+from gateway.errors import install_error_handlers
+from gateway.settings import Settings
+from gateway.state import GatewayState, TenantLimits
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None, *, engine: Any = None) -> FastAPI:
+    """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gw = await build_state(settings, engine)
+        app.state.gw = gw
+        try:
+            yield
+        finally:
+            await close_state(gw, owns_engine=engine is None)
+
+    app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan)
+    install_error_handlers(app)
+    include_routers(app)
+    return app
+
+
+def include_routers(app: FastAPI) -> None:
+    from gateway.routes import admin, canonicalize, chat, metrics, models, pins, stats, templates
+
+    for module in (chat, models, canonicalize, stats, metrics, admin, templates, pins):
+        app.include_router(module.router)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+
+async def build_state(settings: Settings, engine: Any) -> GatewayState:
+    from gateway import tenants
+    from gateway.db.migrate import upgrade
+    from gateway.db.session import make_engine, make_session_factory
+
+    await asyncio.to_thread(upgrade, settings.db_url)
+    db_engine = make_engine(settings.db_url)
+    session_factory = make_session_factory(db_engine)
+    gw = GatewayState(settings=settings, db_engine=db_engine, session_factory=session_factory)
+    gw.tenant_limits = TenantLimits(settings.default_tenant_concurrency)
+    gw.admin_key_generated = tenants.bootstrap_admin_key(session_factory, settings)
+    gw.engine = engine if engine is not None else await start_engine(settings)
+    build_services(gw)
+    gw.router = build_backends(gw)
+    if settings.rewarm_pins and gw.engine is not None:
+        await rewarm_pins(gw)
+    log.info("radixgate ready: model %s, database %s", gw.model_id, safe_url(settings.db_url))
+    return gw
+
+
+async def start_engine(settings: Settings) -> Any:
+    if not settings.engine.enabled:
+        return None
+    from engine import Engine
+
+    config = settings.engine.to_engine_config()
+    log.info("loading model %s on %s (first load of a GGUF dequantizes it, ~20 s)", config.model, config.device)
+    engine = await asyncio.to_thread(Engine, config)
+    return engine.start()
+
+
+def build_services(gw: GatewayState) -> None:
+    from gateway.db.log_writer import LogWriter
+    from gateway.metrics import Metrics
+    from gateway.miss_cause import MissAttributor
+    from gateway.prompt_templates import TemplateRegistry
+    from gateway.shadow import ShadowIndex
+
+    settings = gw.settings
+    gw.templates = TemplateRegistry(settings.resolved_templates_dir())
+    gw.metrics = Metrics()
+    gw.log_writer = LogWriter(
+        gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics
+    )
+    gw.log_writer.start()
+    page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
+    gw.shadow = ShadowIndex(page_size=page_size, max_tokens_per_tenant=settings.shadow_max_tokens_per_tenant)
+    gw.miss_attributor = MissAttributor()
+
+
+def build_backends(gw: GatewayState):
+    from gateway.routing.embedded import EmbeddedBackend
+    from gateway.routing.router import build_router
+
+    embedded = EmbeddedBackend(gw.engine) if gw.engine is not None else None
+    return build_router(gw.settings, embedded)
+
+
+async def rewarm_pins(gw: GatewayState) -> None:
+    """Prefill and pin every stored, live pin again (the engine's cache starts empty)."""
+    try:
+        from gateway.pins import rewarm_pins as rewarm
+    except ImportError:
+        log.warning("gateway.pins.rewarm_pins is not available yet; stored pins are not re-warmed")
+        return
+    try:
+        await rewarm(gw)
+    except Exception:  # a pin that cannot be re-warmed must not keep the server down
+        log.exception("re-warming stored pins failed; serving without them")
+
+
+async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
+    for task in list(gw.background_tasks):
+        task.cancel()
+    if gw.log_writer is not None:
+        await asyncio.to_thread(gw.log_writer.stop, True)
+    if owns_engine and gw.engine is not None:
+        await asyncio.to_thread(gw.engine.shutdown)
+    gw.db_engine.dispose()
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password masked, for logs."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
