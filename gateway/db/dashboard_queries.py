@@ -1,0 +1,130 @@
+"""Read-only queries the dashboard and the cache doctor need beyond `gateway.db.queries`.
+
+Every function takes a session, binds its parameters, and never commits.
+Windows are half-open: since <= created_at < until (either bound may be None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
+from gateway.db.prefix_reuse import LogRow
+
+LOG_ROW_COLUMNS = (
+    RequestLog.created_at,
+    RequestLog.tenant_id,
+    RequestLog.prompt_tokens,
+    RequestLog.cached_tokens,
+    RequestLog.shadow_cached_tokens,
+    RequestLog.canonicalized,
+    RequestLog.was_canonical,
+    RequestLog.dynamic_patterns,
+    RequestLog.sections_found,
+    RequestLog.system_hash,
+    RequestLog.tools_hash,
+    RequestLog.context_hash,
+    RequestLog.miss_cause,
+    RequestLog.template,
+    RequestLog.ttft_ms,
+    RequestLog.status,
+)
+
+
+@dataclass(frozen=True)
+class SystemSighting:
+    """Another tenant that sent a system prefix (system + tools), and when it first did."""
+
+    tenant_id: int
+    tenant_name: str
+    cache_group: str | None
+    first_seen: datetime
+
+
+def window_filter(column, since: datetime | None, until: datetime | None) -> list:
+    clauses = []
+    if since is not None:
+        clauses.append(column >= since)
+    if until is not None:
+        clauses.append(column < until)
+    return clauses
+
+
+def list_tenants(session: Session) -> list[Tenant]:
+    """Every tenant, by name."""
+    return list(session.scalars(select(Tenant).order_by(Tenant.name)))
+
+
+def find_tenant(session: Session, name: str) -> Tenant | None:
+    return session.scalars(select(Tenant).where(Tenant.name == name)).first()
+
+
+def fetch_log_rows(
+    session: Session, tenant_id: int | None, since: datetime | None = None, until: datetime | None = None
+) -> list[LogRow]:
+    """Request-log rows (the reuse-analysis columns) in time order; all tenants when tenant_id is None."""
+    clauses = window_filter(RequestLog.created_at, since, until)
+    if tenant_id is not None:
+        clauses.append(RequestLog.tenant_id == tenant_id)
+    query = select(*LOG_ROW_COLUMNS).where(*clauses).order_by(RequestLog.created_at)
+    return [LogRow(**row._mapping) for row in session.execute(query)]
+
+
+def find_system_sightings(
+    session: Session, tenant_id: int, system_keys: set[tuple], until: datetime | None = None
+) -> dict[tuple, list[SystemSighting]]:
+    """Other tenants that sent any of `system_keys` (system_hash, tools_hash) before `until`."""
+    if not system_keys:
+        return {}
+    keys = sorted(system_keys, key=str)
+    matches = [
+        and_(RequestLog.system_hash == system, RequestLog.tools_hash.is_(None) if tools is None else RequestLog.tools_hash == tools)
+        for system, tools in keys
+    ]
+    query = (
+        select(
+            RequestLog.system_hash,
+            RequestLog.tools_hash,
+            Tenant.id,
+            Tenant.name,
+            Tenant.cache_group,
+            func.min(RequestLog.created_at).label("first_seen"),
+        )
+        .join(Tenant, Tenant.id == RequestLog.tenant_id)
+        .where(RequestLog.tenant_id != tenant_id, or_(*matches), *window_filter(RequestLog.created_at, None, until))
+        .group_by(RequestLog.system_hash, RequestLog.tools_hash, Tenant.id, Tenant.name, Tenant.cache_group)
+    )
+    sightings: dict[tuple, list[SystemSighting]] = {}
+    for system, tools, other_id, name, group, first_seen in session.execute(query):
+        sightings.setdefault((system, tools), []).append(SystemSighting(other_id, name, group, first_seen))
+    return sightings
+
+
+def list_pins(session: Session, tenant_id: int | None = None, *, is_active_only: bool = False) -> list[Pin]:
+    """Pins (newest first), of one tenant or all; active = not deleted and not expired."""
+    query = select(Pin).order_by(Pin.created_at.desc())
+    if tenant_id is not None:
+        query = query.where(Pin.tenant_id == tenant_id)
+    if is_active_only:
+        query = query.where(Pin.deleted_at.is_(None))
+    pins = list(session.scalars(query))
+    if is_active_only:
+        now = datetime.now(tz=pins[0].created_at.tzinfo) if pins else None
+        pins = [pin for pin in pins if pin.expires_at is None or pin.expires_at > now]
+    return pins
+
+
+def list_engine_snapshots(
+    session: Session, since: datetime | None = None, until: datetime | None = None
+) -> list[EngineStatSnapshot]:
+    """Engine cache snapshots in time order."""
+    query = (
+        select(EngineStatSnapshot)
+        .where(*window_filter(EngineStatSnapshot.created_at, since, until))
+        .order_by(EngineStatSnapshot.created_at)
+    )
+    return list(session.scalars(query))

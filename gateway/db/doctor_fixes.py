@@ -1,0 +1,135 @@
+"""Evidence and fix text for each cache-doctor cause: concrete, with the tenant's own numbers."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from gateway.db.prefix_reuse import LogRow
+
+TITLES = {
+    "dynamic_content": "Dynamic content in the prefix",
+    "section_order": "Inconsistent section order",
+    "tools_vary": "Tool lists or JSON keys that vary",
+    "context_first": "Context placed before the system prompt",
+    "eviction": "Eviction pressure (prefixes evicted before reuse)",
+    "cold_start": "Cold starts (too few requests per prefix)",
+    "isolation": "Tenant isolation (same prefix in other tenants)",
+}
+
+
+@dataclass
+class CauseFacts:
+    """What the doctor noticed while classifying, used to word details and fixes."""
+
+    tenant: object
+    rows: list[LogRow]
+    num_active_pins: int = 0
+    patterns: Counter = field(default_factory=Counter)
+    partners: dict = field(default_factory=lambda: defaultdict(set))
+
+    def note_patterns(self, comma_list: str) -> None:
+        self.patterns.update(name for name in comma_list.split(",") if name)
+
+    def note_isolation(self, system_key: tuple, sightings: list) -> None:
+        for sighting in sightings:
+            self.partners[sighting.tenant_name].add(system_key[0])
+
+
+def describe_cause(code: str, facts: CauseFacts) -> tuple[str, str, str]:
+    """(title, detail, fix) for `code`."""
+    describe = {
+        "dynamic_content": describe_dynamic,
+        "section_order": describe_order,
+        "tools_vary": describe_tools,
+        "context_first": describe_context,
+        "eviction": describe_eviction,
+        "cold_start": describe_cold_start,
+        "isolation": describe_isolation,
+    }[code]
+    detail, fix = describe(facts)
+    return TITLES[code], detail, fix
+
+
+def describe_dynamic(facts: CauseFacts) -> tuple[str, str]:
+    ranked = ", ".join(f"{name} ({count} requests)" for name, count in facts.patterns.most_common())
+    top = facts.patterns.most_common(1)[0][0] if facts.patterns else "dynamic"
+    return (
+        f"patterns found in the system prompt: {ranked or 'unknown'}",
+        f"Move the `{top}` text out of the system prompt into the last user turn, or turn on "
+        "canonicalization for this tenant: the gateway then hoists it after the cacheable prefix.",
+    )
+
+
+def describe_order(facts: CauseFacts) -> tuple[str, str]:
+    return (
+        "requests arrive with system messages after other turns or with unnormalized whitespace",
+        "Always send [system, tools, context, history, question] in that order with the same "
+        "whitespace, or turn on canonicalization so the gateway reorders them.",
+    )
+
+
+def describe_tools(facts: CauseFacts) -> tuple[str, str]:
+    tool_lists = defaultdict(set)
+    for row in facts.rows:
+        tool_lists[row.system_hash].add(row.tools_hash)
+    most = max((len(v) for v in tool_lists.values()), default=0)
+    return (
+        f"up to {most} distinct tool lists sent with the same system prompt; unsorted tools count too",
+        "Send one fixed, complete tool list on every request, sorted by name and serialized with sorted "
+        "keys (or turn on canonicalization, which sorts them); the model ignores tools it does not need.",
+    )
+
+
+def describe_context(facts: CauseFacts) -> tuple[str, str]:
+    return (
+        "retrieved documents are embedded in messages ahead of or inside the system prompt",
+        "Pass documents in the request's `context` field (or after the system prompt), "
+        "or turn on canonicalization so they move after the static system + tools prefix.",
+    )
+
+
+def describe_eviction(facts: CauseFacts) -> tuple[str, str]:
+    gaps = reuse_gaps_s(facts.rows)
+    gap = f"median {statistics.median(gaps) / 60:.1f} min between reuses" if gaps else "no reuse gaps measured"
+    quota = getattr(facts.tenant, "pin_quota_tokens", 0) or 0
+    return (
+        f"known prefixes missed on reuse ({gap}); {facts.num_active_pins} active pins, pin quota {quota} tokens",
+        "Pin the tenant's hottest static prefixes (POST /v1/pins, raise pin_quota_tokens if needed) and/or "
+        "give the engine a larger KV cache (RADIXGATE_ENGINE__KV_CACHE_TOKENS).",
+    )
+
+
+def describe_cold_start(facts: CauseFacts) -> tuple[str, str]:
+    uses = Counter(row.static_key for row in facts.rows)
+    once = sum(1 for count in uses.values() if count == 1)
+    median = statistics.median(uses.values()) if uses else 0
+    return (
+        f"{len(uses)} distinct static prefixes, {once} used only once; median {median:g} requests per prefix",
+        "Reduce distinct prefixes (one template version, a fixed tool list, sort_context_by_id for RAG) "
+        "and pin the prefixes you know are hot so their first request hits too.",
+    )
+
+
+def describe_isolation(facts: CauseFacts) -> tuple[str, str]:
+    partners = sorted(facts.partners)
+    hashes = sorted({h for hs in facts.partners.values() for h in hs if h})
+    group = getattr(facts.tenant, "cache_group", None) or f"{facts.tenant.name}-shared"
+    return (
+        f"the same system prefix (system_hash {', '.join(hashes[:3])}) is also sent by: {', '.join(partners)}",
+        f"Put {facts.tenant.name} and {', '.join(partners)} in one cache_group (e.g. `{group}`) so they "
+        "share the cached prefix (only do this for tenants allowed to share timing side channels).",
+    )
+
+
+def reuse_gaps_s(rows: list[LogRow]) -> list[float]:
+    """Seconds between consecutive requests with the same static key."""
+    last_seen = {}
+    gaps = []
+    for row in rows:
+        previous = last_seen.get(row.static_key)
+        if previous is not None:
+            gaps.append((row.created_at - previous).total_seconds())
+        last_seen[row.static_key] = row.created_at
+    return gaps
