@@ -1,18 +1,118 @@
-"""`radixgate serve` and `radixgate dashboard`."""
+"""`radixgate serve` (the API with its embedded engine, optionally the dashboard beside it) and `radixgate dashboard`.
+
+Flags left unset fall back to RADIXGATE_* environment variables, then the
+--config file, then defaults, so `radixgate serve` with no flags serves the
+default model on SQLite (./radixgate.db).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import typer
+
+log = logging.getLogger("radixgate.serve")
 
 
 def register(app: typer.Typer) -> None:
     """Add the serving commands to the top-level app."""
     app.command("serve")(serve)
+    app.command("dashboard")(dashboard)
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to bind."),
-    port: int = typer.Option(8000, help="Port for the OpenAI-compatible API."),
-    model: str = typer.Option("smollm2-135m", help="Model spec: smollm2-135m, a local HF dir, a .gguf file or a cached hub id."),
+    host: str = typer.Option(None, help="Address to bind (default 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port for the OpenAI-compatible API (default 8000)."),
+    model: str = typer.Option(None, help="Model spec: smollm2-135m, a local HF dir, a .gguf file or a cached hub id."),
+    db: str = typer.Option(None, "--db", help="Database URL (default sqlite:///./radixgate.db)."),
+    config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="TOML or YAML settings file."),
     with_dashboard: bool = typer.Option(False, "--with-dashboard", help="Also start the Streamlit dashboard."),
+    dashboard_port: int = typer.Option(None, "--dashboard-port", help="Dashboard port (default 8501)."),
 ) -> None:
-    """Serve the gateway with the embedded engine."""
-    raise typer.Exit("serve is not implemented yet")
+    """Serve the gateway with the embedded engine: migrate the database, then run uvicorn."""
+    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model)
+    configure_logging(settings.log_level)
+    import uvicorn
+
+    from gateway.db.migrate import upgrade
+    from gateway.main import create_app, safe_url
+
+    log.info("migrating %s", safe_url(settings.db_url))
+    upgrade(settings.db_url)
+    dashboard_process = start_dashboard(settings.db_url, settings.dashboard_port) if with_dashboard else None
+    log_urls(settings, with_dashboard)
+    try:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    finally:
+        if dashboard_process is not None:
+            stop_process(dashboard_process)
+
+
+def dashboard(
+    db: str = typer.Option(None, "--db", help="Database URL (default: RADIXGATE_DB_URL or sqlite:///./radixgate.db)."),
+    port: int = typer.Option(None, "--port", help="Dashboard port (default 8501)."),
+) -> None:
+    """Run the Streamlit dashboard over the gateway's database (in the foreground)."""
+    settings = load_settings(db_url=db, dashboard_port=port)
+    configure_logging(settings.log_level)
+    process = start_dashboard(settings.db_url, settings.dashboard_port)
+    typer.echo(f"dashboard: http://127.0.0.1:{settings.dashboard_port}")
+    try:
+        raise typer.Exit(process.wait())
+    except KeyboardInterrupt:
+        stop_process(process)
+
+
+def load_settings(*, model: str | None = None, **overrides: Any):
+    """Settings with only the flags the user gave overriding env / config file / defaults."""
+    from gateway.settings import Settings
+
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if model is not None:
+        values["engine"] = {"model": model}
+    return Settings(**values)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def dashboard_command(port: int) -> list[str]:
+    import dashboard as dashboard_pkg
+
+    app_path = Path(dashboard_pkg.__file__).resolve().parent / "app.py"
+    return [
+        sys.executable, "-m", "streamlit", "run", str(app_path),
+        "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]
+
+
+def start_dashboard(db_url: str, port: int) -> subprocess.Popen:
+    """Start `streamlit run dashboard/app.py` on `port`, reading the same database (RADIXGATE_DB_URL)."""
+    env = {**os.environ, "RADIXGATE_DB_URL": db_url}
+    log.info("starting dashboard on port %d", port)
+    return subprocess.Popen(dashboard_command(port), env=env)
+
+
+def stop_process(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def log_urls(settings, with_dashboard: bool) -> None:
+    base = f"http://{settings.host}:{settings.port}"
+    log.info("OpenAI-compatible API: %s/v1  (POST %s/v1/chat/completions)", base, base)
+    log.info("API docs: %s/docs   metrics: %s/metrics", base, base)
+    if with_dashboard:
+        log.info("dashboard: http://%s:%d", settings.host, settings.dashboard_port)
