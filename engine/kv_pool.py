@@ -1,0 +1,166 @@
+"""KVPool: paged K/V storage with a free list and per-page reference counts.
+
+Layout: page p holds the K/V of `page_size` consecutive tokens in slots
+[p * page_size, (p + 1) * page_size) of every layer's tensor.
+
+Invariants (checked by the property test):
+  * a page is either free (on the free list, refcount 0) or referenced
+    (refcount >= 1), never both;
+  * num_free_pages + num_referenced_pages == num_pages.
+
+Ownership: allocate() hands the caller one reference per page; ref() adds one,
+free() drops one, and a page returns to the free list when its count reaches 0.
+
+The free list and counts live in flat int32 buffers so that allocating or
+freeing a thousand pages costs a few C-level calls, not a Python loop; page
+ids travel as `list[int]` on the public API and as int32 bytes on the fast
+path the radix cache and the benchmark use (allocate_bytes / free).
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from engine.errors import EngineError, OutOfPagesError
+
+
+def page_ids_to_bytes(pages) -> bytes:
+    """Page ids as native int32 bytes (accepts list, array, bytes, numpy, tensor)."""
+    if isinstance(pages, bytes):
+        return pages
+    if isinstance(pages, (list, tuple, range)):
+        return array("i", pages).tobytes()
+    if isinstance(pages, array):
+        return pages.tobytes() if pages.itemsize == 4 else array("i", pages).tobytes()
+    if isinstance(pages, (bytearray, memoryview)):
+        return bytes(pages)
+    if isinstance(pages, torch.Tensor):
+        pages = pages.detach().cpu().numpy()
+    return np.ascontiguousarray(pages, dtype=np.int32).tobytes()
+
+
+class KVPool:
+    """Fixed-size pool of KV pages (tensor-less when num_layers == 0)."""
+
+    def __init__(
+        self,
+        num_pages: int,
+        page_size: int,
+        *,
+        num_layers: int = 0,
+        num_kv_heads: int = 0,
+        head_dim: int = 0,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if num_pages <= 0:
+            raise ValueError(f"num_pages must be positive, got {num_pages}")
+        if page_size <= 0 or page_size & (page_size - 1):
+            raise ValueError(f"page_size must be a power of two (1 allowed), got {page_size}")
+        self.page_size = page_size
+        self.num_pages = num_pages
+        # Free list as a stack of int32 ids; the top (end) holds the lowest ids.
+        self._free_stack = bytearray(np.arange(num_pages - 1, -1, -1, dtype=np.int32).tobytes())
+        self._refcounts = np.zeros(num_pages, dtype=np.int32)  # (num_pages,)
+        self._scratch = np.zeros(num_pages, dtype=np.int32)  # duplicate detection in free()
+        self.k_cache: list[torch.Tensor] = []
+        self.v_cache: list[torch.Tensor] = []
+        shape = (num_pages * page_size, num_kv_heads, head_dim)  # (num_slots, num_kv_heads, head_dim)
+        for _ in range(num_layers):
+            self.k_cache.append(torch.zeros(shape, dtype=dtype, device=device))
+            self.v_cache.append(torch.zeros(shape, dtype=dtype, device=device))
+
+    # ----- sizes -----
+    @property
+    def num_free_pages(self) -> int:
+        return len(self._free_stack) >> 2
+
+    @property
+    def num_referenced_pages(self) -> int:
+        return self.num_pages - self.num_free_pages
+
+    def can_allocate(self, num_pages: int) -> bool:
+        return 0 <= num_pages <= self.num_free_pages
+
+    def refcount(self, page: int) -> int:
+        self._check_ids(np.array([page]))
+        return int(self._refcounts[page])
+
+    def free_page_ids(self) -> list[int]:
+        """The free list, in no particular order (for checks and tests)."""
+        return memoryview(self._free_stack).cast("i").tolist()
+
+    # ----- allocate / free -----
+    def allocate(self, num_pages: int) -> list[int]:
+        """num_pages fresh pages, each with refcount 1; all or nothing."""
+        return memoryview(self.allocate_bytes(num_pages)).cast("i").tolist()
+
+    def allocate_bytes(self, num_pages: int) -> bytes:
+        """Like allocate(), returning the page ids as native int32 bytes."""
+        if num_pages < 0:
+            raise ValueError(f"cannot allocate a negative number of pages ({num_pages})")
+        num_free = self.num_free_pages
+        if num_pages > num_free:
+            raise OutOfPagesError(
+                f"KV pool out of pages: asked for {num_pages}, {num_free} free of {self.num_pages} "
+                f"(page_size {self.page_size}); evict or free pages first"
+            )
+        if num_pages == 0:
+            return b""
+        nbytes = num_pages << 2
+        out = bytes(self._free_stack[-nbytes:])
+        del self._free_stack[-nbytes:]
+        self._refcounts[np.frombuffer(out, dtype=np.int32)] = 1
+        return out
+
+    def ref(self, pages: Iterable[int] | bytes) -> None:
+        """Add one reference to each page (each must be allocated)."""
+        ids = np.frombuffer(page_ids_to_bytes(pages), dtype=np.int32)
+        self._check_ids(ids)
+        if not self._refcounts[ids].all():
+            raise EngineError("ref() of a free page")
+        np.add.at(self._refcounts, ids, 1)
+
+    def free(self, pages: Iterable[int] | bytes) -> None:
+        """Drop one reference per listed page; pages reaching 0 return to the free list.
+
+        Raises EngineError, changing nothing, if a page is free already (or
+        would be dropped below zero by being listed more times than it is held).
+        """
+        ids = np.frombuffer(page_ids_to_bytes(pages), dtype=np.int32)
+        if not len(ids):
+            return
+        self._check_ids(ids)
+        counts = self._refcounts
+        old = counts[ids]
+        if not old.all():
+            raise EngineError(f"free() of a free page: {ids[old == 0][:8].tolist()}")
+        order = np.arange(len(ids), dtype=np.int32)
+        self._scratch[ids] = order
+        if np.array_equal(self._scratch[ids], order):  # no page listed twice
+            new = old - 1
+            counts[ids] = new
+            released = ids[new == 0]
+        else:
+            released = self._free_repeated(ids)
+        self._free_stack += released.tobytes()
+
+    def _free_repeated(self, ids: np.ndarray) -> np.ndarray:
+        uniq, times = np.unique(ids, return_counts=True)
+        if (self._refcounts[uniq] < times).any():
+            raise EngineError("free() drops a page below zero references")
+        self._refcounts[uniq] -= times.astype(np.int32)
+        return uniq[self._refcounts[uniq] == 0]
+
+    def _check_ids(self, ids: np.ndarray) -> None:
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= self.num_pages):
+            raise EngineError(f"page id out of range [0, {self.num_pages})")
+
+    def slots(self, pages: Iterable[int]) -> torch.Tensor:
+        """KV slot index of every token in `pages`, in order: (len(pages) * page_size,) long."""
+        base = torch.as_tensor(list(pages), dtype=torch.long).unsqueeze(1) * self.page_size
+        return (base + torch.arange(self.page_size, dtype=torch.long)).reshape(-1)

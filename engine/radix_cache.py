@@ -1,0 +1,284 @@
+"""RadixCache: a page-aligned compressed radix tree over token ids, one per namespace.
+
+What a request's tokens look like against the cache (page_size 4 here):
+
+    tokens   |=======match=======|--------new--------|tail|
+    pages    | tree's pages      | caller's pages    |    |   tail < 1 page: never cached
+             ^ match_prefix      ^ lock(node) protects everything left of here
+
+Contracts:
+  * match_prefix returns the longest cached page-aligned prefix and refreshes
+    its LRU time; if the match ends inside a node, that node is split so the
+    returned node ends exactly at the match (no data is copied twice).
+  * insert(tokens, pages) caches tokens[: len(pages) * page_size]. Where the
+    tree already holds a range, the tree's pages win and each caller page that
+    differs from the tree's page at the same position is freed to the pool
+    (equal ids are left alone); pages that become tree pages keep the caller's
+    reference, now owned by the tree.
+  * lock(node) protects the path root..node from eviction until unlock(node);
+    an unlock without a lock raises UnbalancedUnlockError and changes nothing.
+  * evict(num_pages) frees least-recently-used unlocked, unpinned leaves until
+    at least num_pages are freed (it may free more: whole leaves go); a parent
+    that becomes such a leaf joins the queue with its own LRU time.
+  * pin(namespace, tokens) protects a cached path until unpin(pin_id); the
+    namespace's pinned tokens (union of pinned nodes) stay within its quota.
+
+Eviction order is kept incrementally in a heap of (time, id, node) entries
+with lazy invalidation (see _push_if_evictable); evict never rescans the tree.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Hashable
+
+from engine.errors import EngineError, UnbalancedUnlockError
+from engine.kv_pool import KVPool
+from engine.radix_node import (
+    MatchResult,
+    NamespaceState,
+    RadixNode,
+    common_prefix_bytes,
+    page_ids_to_bytes,
+    token_bytes,
+)
+from engine.radix_pins import RadixPins
+
+
+class RadixCache(RadixPins):
+    """Prefix cache over a KVPool's pages; see the module docstring for the contracts."""
+
+    def __init__(self, pool: KVPool) -> None:
+        self.pool = pool
+        self.page_size = pool.page_size
+        self._page_bytes = 4 * pool.page_size  # key bytes per page
+        self._namespaces: dict[Hashable, NamespaceState] = {}
+        self._heap: list[tuple[int, int, RadixNode]] = []
+        self._clock = 0
+        self.num_nodes = 0
+        self.num_cached_pages = 0
+        self.num_evictable_pages = 0
+        self.num_evicted_pages = 0
+        self.num_evicted_nodes = 0
+        RadixPins.__init__(self)
+
+    # ----- match / insert -----
+    def match_prefix(self, namespace: Hashable, tokens, *, is_counted: bool = True) -> MatchResult:
+        """Longest cached page-aligned prefix of tokens in namespace (see module contracts).
+
+        is_counted=False (a scheduler's look-ahead) skips hit/miss and pin-hit accounting.
+        """
+        data = token_bytes(tokens)
+        state = self._namespace(namespace)
+        result = self._walk_match(state, data, count_pins=is_counted)
+        if is_counted:
+            state.hit_tokens += result.length
+            state.miss_tokens += (len(data) >> 2) - result.length
+        return result
+
+    def _walk_match(self, state: NamespaceState, data: bytes, *, count_pins: bool = True) -> MatchResult:
+        pb = self._page_bytes
+        end = len(data) - len(data) % pb
+        self._clock += 1
+        now = self._clock
+        node = state.root
+        pos = 0
+        parts = []
+        while pos < end:
+            children = node.children
+            child = children.get(data[pos : pos + pb]) if children else None
+            if child is None:
+                break
+            key = child.key
+            if not data.startswith(key, pos):
+                child = self._split(child, common_prefix_bytes(data, pos, key, pb))
+                key = child.key
+            elif count_pins and child.pin_ref:
+                self._count_pin_hits(child)
+            child.last_access = now
+            parts.append(child.pages)
+            pos += len(key)
+            node = child
+        return MatchResult(b"".join(parts), pos >> 2, node)
+
+    def insert(self, namespace: Hashable, tokens, pages) -> int:
+        """Cache tokens[: len(pages) * page_size]; returns the number of new tokens."""
+        page_ids = page_ids_to_bytes(pages)
+        pb = self._page_bytes
+        end = (len(page_ids) >> 2) * pb
+        data = token_bytes(tokens)
+        if len(data) < end:
+            raise ValueError(f"{len(page_ids) >> 2} pages need {end >> 2} tokens, got {len(data) >> 2}")
+        if len(data) > end:
+            data = data[:end]
+        state = self._namespace(namespace)
+        self._clock += 1
+        now = self._clock
+        node = state.root
+        pos = ppos = num_new = 0
+        duplicates = []
+        while pos < end:
+            children = node.children
+            child = children.get(data[pos : pos + pb]) if children else None
+            if child is None:
+                node = self._add_leaf(node, data[pos:] if pos else data, page_ids[ppos:], now)
+                num_new = (end - pos) >> 2
+                break
+            key = child.key
+            if not data.startswith(key, pos):
+                child = self._split(child, common_prefix_bytes(data, pos, key, pb))
+                key = child.key
+            tree_pages = child.pages
+            if not page_ids.startswith(tree_pages, ppos):
+                duplicates.append(self._differing(page_ids[ppos : ppos + len(tree_pages)], tree_pages))
+            child.last_access = now
+            pos += len(key)
+            ppos += len(tree_pages)
+            node = child
+        if duplicates:
+            self.pool.free(b"".join(duplicates))
+        return num_new
+
+    @staticmethod
+    def _differing(caller: bytes, tree: bytes) -> bytes:
+        """Caller's page ids (int32 bytes) that differ from the tree's at the same position."""
+        mine = memoryview(caller).cast("i")
+        theirs = memoryview(tree).cast("i")
+        return page_ids_to_bytes([p for p, q in zip(mine, theirs) if p != q])
+
+    # ----- tree surgery -----
+    def _namespace(self, namespace: Hashable) -> NamespaceState:
+        state = self._namespaces.get(namespace)
+        if state is None:
+            state = self._namespaces[namespace] = NamespaceState()
+        return state
+
+    def _add_leaf(self, parent: RadixNode, key: bytes, pages: bytes, now: int) -> RadixNode:
+        leaf = RadixNode(key, pages, parent, now)
+        if parent.children is None:
+            parent.children = {}
+        parent.children[key[: self._page_bytes]] = leaf
+        num_pages = len(pages) >> 2
+        self.num_nodes += 1
+        self.num_cached_pages += num_pages
+        self.num_evictable_pages += num_pages
+        self._push_if_evictable(leaf)
+        return leaf
+
+    def _split(self, node: RadixNode, num_bytes: int) -> RadixNode:
+        """Cut node after num_bytes of key; returns the new upper node (node keeps the rest)."""
+        pb = self._page_bytes
+        page_cut = num_bytes // self.page_size
+        key = node.key
+        upper = RadixNode(key[:num_bytes], node.pages[:page_cut], node.parent, node.last_access)
+        upper.lock_ref = node.lock_ref
+        upper.pin_ref = node.pin_ref
+        upper.children = {key[num_bytes : num_bytes + pb]: node}
+        node.parent.children[key[:pb]] = upper
+        node.key = key[num_bytes:]
+        node.pages = node.pages[page_cut:]
+        node.parent = upper
+        self.num_nodes += 1
+        return upper
+
+    def _remove_leaf(self, node: RadixNode) -> bytes:
+        parent = node.parent
+        del parent.children[node.key[: self._page_bytes]]
+        if not parent.children:
+            parent.children = None
+        pages = node.pages
+        num_pages = len(pages) >> 2
+        node.pages = None
+        self.num_nodes -= 1
+        self.num_cached_pages -= num_pages
+        self.num_evictable_pages -= num_pages
+        self.num_evicted_pages += num_pages
+        self.num_evicted_nodes += 1
+        return pages
+
+    # ----- lock / unlock -----
+    def lock(self, node: RadixNode) -> None:
+        """Protect the path root..node from eviction (reference counted)."""
+        if node.pages is None:
+            raise EngineError("lock() of an evicted node: lock the node right after match_prefix")
+        while node is not None:
+            if not node.lock_ref and not node.pin_ref:
+                self.num_evictable_pages -= len(node.pages) >> 2
+            node.lock_ref += 1
+            node = node.parent
+
+    def unlock(self, node: RadixNode) -> None:
+        """Release one lock(node); raises UnbalancedUnlockError if node holds none."""
+        if node.lock_ref <= 0:
+            raise UnbalancedUnlockError(f"unlock() of {node!r} without a matching lock()")
+        while node is not None:
+            node.lock_ref -= 1
+            if not node.lock_ref and not node.pin_ref:
+                self.num_evictable_pages += len(node.pages) >> 2
+                if not node.children:
+                    self._push_if_evictable(node)
+            node = node.parent
+
+    # ----- eviction -----
+    # Heap invariant: every evictable leaf (unlocked, unpinned, childless,
+    # not a root) has at least one entry whose time is <= its last_access.
+    # Entries are pushed only when a node becomes such a leaf; an access just
+    # moves last_access forward, and a popped entry whose time is stale is
+    # pushed back with the current time. The first popped entry whose time is
+    # current is therefore the exact least-recently-used evictable leaf.
+    def _push_if_evictable(self, node: RadixNode) -> None:
+        if node.lock_ref or node.pin_ref or node.parent is None:
+            return
+        heapq.heappush(self._heap, (node.last_access, id(node), node))
+        if len(self._heap) > 2 * self.num_nodes + 1024:
+            self._compact_heap()
+
+    def _compact_heap(self) -> None:
+        latest = {}
+        for entry in self._heap:
+            node = entry[2]
+            if node.pages is not None and not node.children and not node.lock_ref and not node.pin_ref:
+                latest[id(node)] = (node.last_access, id(node), node)
+        self._heap = list(latest.values())
+        heapq.heapify(self._heap)
+
+    def evict(self, num_pages: int) -> int:
+        """Free LRU unlocked, unpinned leaves until >= num_pages freed; returns pages freed."""
+        freed = []
+        num_freed = 0
+        heap = self._heap
+        pop, push = heapq.heappop, heapq.heappush
+        while num_freed < num_pages and heap:
+            time, ident, node = pop(heap)
+            if node.pages is None or node.children or node.lock_ref or node.pin_ref:
+                continue
+            if node.last_access != time:
+                push(heap, (node.last_access, ident, node))
+                continue
+            pages = self._remove_leaf(node)
+            freed.append(pages)
+            num_freed += len(pages) >> 2
+            parent = node.parent
+            if not parent.children:
+                self._push_if_evictable(parent)
+        if freed:
+            self.pool.free(b"".join(freed))
+        return num_freed
+
+    # ----- stats -----
+    def stats(self) -> dict:
+        """Nodes, cached / pinned / evictable tokens, per-namespace hits and misses, evictions."""
+        ps = self.page_size
+        return {
+            "nodes": self.num_nodes,
+            "cached_tokens": self.num_cached_pages * ps,
+            "pinned_tokens": sum(s.pinned_tokens for s in self._namespaces.values()),
+            "evictable_tokens": self.num_evictable_pages * ps,
+            "evicted_tokens": self.num_evicted_pages * ps,
+            "evicted_nodes": self.num_evicted_nodes,
+            "num_pins": len(self._pins),
+            "namespaces": {ns: s.as_dict() for ns, s in self._namespaces.items()},
+        }
+
+    def namespaces(self) -> list[Hashable]:
+        return list(self._namespaces)
