@@ -1,0 +1,81 @@
+"""render_raw(): the client's own message order, rendered with the model's chat template.
+
+This is the baseline the canonical order is measured against (raw-order hit
+rate, shadow index). Choices, made to mirror what a client would have sent to a
+plain OpenAI-compatible server:
+- the `context` extra field is prepended to the last user message as
+  "<context>\n<document id=...>...</document>\n</context>\n\n" (the layout of
+  clients that put documents in the user turn); with no user message it
+  becomes a leading system message;
+- tools are passed to apply_chat_template as given; a chat template that
+  ignores tools (SmolLM2's) would drop them, so they are then appended to the
+  first system message as one JSON line each, in the client's order and key
+  order — the raw prompt carries the same content as the canonical one;
+- content parts are flattened to text, None content becomes "", and assistant
+  tool_calls are written into the content when the template ignores them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gateway.canonicalize.canonicalizer import message_text, validate_messages
+from gateway.canonicalize.context import docs_from_field
+from gateway.canonicalize.sections import Doc
+from gateway.canonicalize.tokenize import encode_segment
+
+
+def render_raw(tokenizer, body: dict) -> list[int]:
+    """Token ids of `body` in the client's raw order (see module docstring)."""
+    return encode_segment(tokenizer, render_raw_text(tokenizer, body))
+
+
+def render_raw_text(tokenizer, body: dict) -> str:
+    messages = [flatten_message(message) for message in validate_messages(body)]
+    messages = prepend_context(messages, docs_from_field(body.get("context")))
+    tools = body.get("tools") or None
+    text = apply_template(tokenizer, messages, tools)
+    if tools and text == apply_template(tokenizer, messages, None):
+        text = apply_template(tokenizer, inline_tools(messages, tools), None)
+    return text
+
+
+def apply_template(tokenizer, messages: list[dict], tools: list[dict] | None) -> str:
+    return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+
+
+def flatten_message(message: dict) -> dict:
+    flat = {"role": message["role"], "content": message_text(message)}
+    calls = message.get("tool_calls")
+    if calls:
+        lines = [json.dumps(call.get("function", call), ensure_ascii=False) for call in calls]
+        flat["content"] = "\n".join(filter(None, [flat["content"], *lines]))
+    return flat
+
+
+def prepend_context(messages: list[dict], docs: list[Doc]) -> list[dict]:
+    if not docs:
+        return messages
+    block = context_block(docs)
+    users = [index for index, message in enumerate(messages) if message["role"] == "user"]
+    if not users:
+        return [{"role": "system", "content": block}, *messages]
+    last = users[-1]
+    updated = dict(messages[last], content=f"{block}\n\n{messages[last]['content']}")
+    return [*messages[:last], updated, *messages[last + 1 :]]
+
+
+def context_block(docs: list[Doc]) -> str:
+    parts = [f'<document id="{doc.id}">\n{doc.text}\n</document>' if doc.id is not None else doc.text for doc in docs]
+    return "<context>\n" + "\n".join(parts) + "\n</context>"
+
+
+def inline_tools(messages: list[dict], tools: list[dict]) -> list[dict]:
+    lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    block = f"# Tools\n{lines}"
+    for index, message in enumerate(messages):
+        if message["role"] in ("system", "developer"):
+            updated = dict(message, content=f"{message['content']}\n\n{block}")
+            return [*messages[:index], updated, *messages[index + 1 :]]
+    return [{"role": "system", "content": block}, *messages]
+

@@ -1,0 +1,61 @@
+"""Rendering sections through a template into ordered, separately tokenizable segments.
+
+Variables every template sees:
+  system (str), tools (list of tool dicts, sorted), context (list of Doc: .id, .text),
+  history (list of message dicts), dynamic (list of str), question (str),
+  generation_prompt (str: the model's assistant header),
+  turn_start(role) / turn_end(role) (the model's chat markers),
+  format_message(message) (one history message as a whole turn),
+  format_document(doc) ('<document id="...">' block);
+filters: sort_tools, by_id (documents by id), canonical_json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.canonicalize.sections import Doc, Sections
+from gateway.prompt_templates.chat_format import ChatFormat
+from gateway.prompt_templates.sandbox import render_blocks
+
+
+@dataclass
+class RenderedPrompt:
+    """segments: (section_name, text) in prompt order; tokenize each alone."""
+
+    segments: list[tuple[str, str]]
+    template_name: str
+    version: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(text for _, text in self.segments)
+
+
+def template_variables(sections: Sections, chat_format: ChatFormat) -> dict:
+    """The variables and helpers a template renders with (see module docstring)."""
+    return {
+        "system": sections.system,
+        "tools": sections.tools,
+        "context": sections.context,
+        "history": sections.history,
+        "dynamic": sections.dynamic,
+        "question": sections.question,
+        "generation_prompt": chat_format.generation_prompt,
+        "turn_start": chat_format.turn_start,
+        "turn_end": chat_format.turn_end,
+        "format_message": chat_format.format_message,
+        "format_document": format_document,
+    }
+
+
+def format_document(doc: Doc) -> str:
+    if doc.id is None:
+        return f"<document>\n{doc.text}\n</document>"
+    return f'<document id="{doc.id}">\n{doc.text}\n</document>'
+
+
+def render_sections(template, sections: Sections, chat_format: ChatFormat, name: str, version: int | None = None) -> RenderedPrompt:
+    """Render `sections` block by block; empty blocks are dropped from the segments."""
+    segments = render_blocks(template, template_variables(sections, chat_format), name)
+    return RenderedPrompt([(block, text) for block, text in segments if text], name, version)
