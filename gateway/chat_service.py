@@ -21,7 +21,7 @@ import uuid
 from typing import TYPE_CHECKING, AsyncIterator
 
 from gateway.chat_run import ChatRun
-from gateway.errors import ApiError, from_exception, not_found, too_many_requests
+from gateway.errors import ApiError, from_exception, not_found, service_unavailable, too_many_requests
 from gateway.pipeline import TenantTemplate, prepare_request
 from gateway.routing.base import cache_namespace
 from gateway.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
@@ -90,6 +90,8 @@ async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionReque
         raise too_many_requests(f"Tenant {tenant.name!r} is at its limit of concurrent requests; retry shortly.")
     run.holds_slot = True
     try:
+        if gw.router is None or gw.engine is None:
+            raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
         model_id = resolve_model(gw, body.model)
         run.model_id = model_id
         run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run, model_id)

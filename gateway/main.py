@@ -111,6 +111,9 @@ def build_backends(gw: GatewayState):
     from gateway.routing.router import build_router
 
     embedded = EmbeddedBackend(gw.engine) if gw.engine is not None else None
+    if embedded is None and not gw.settings.remotes:
+        log.warning("no embedded engine and no remotes: chat requests will get 503")
+        return None
     return build_router(gw.settings, embedded)
 
 

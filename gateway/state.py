@@ -68,7 +68,6 @@ class GatewayState:
     pins: Any = None  # gateway.pins.PinBook, created by the pins service on first use
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     admin_key_generated: str | None = None
-    pins: Any = None  # gateway.pins.PinBook: live engine pin ids and TTL timers (built by rewarm_pins)
     started_at: int = field(default_factory=lambda: int(time.time()))
     background_tasks: set[asyncio.Task] = field(default_factory=set)
 
