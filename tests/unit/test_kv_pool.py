@@ -1,0 +1,102 @@
+"""KVPool: all-or-nothing allocation, reference counts, free list, tensors."""
+
+import pytest
+import torch
+
+from engine.errors import EngineError, OutOfPagesError
+from engine.kv_pool import KVPool
+
+
+def test_allocate_gives_distinct_pages_with_one_reference():
+    pool = KVPool(8, 4)
+    pages = pool.allocate(5)
+    assert len(set(pages)) == 5 and all(0 <= p < 8 for p in pages)
+    assert all(pool.refcount(p) == 1 for p in pages)
+    assert pool.num_free_pages == 3 and pool.num_referenced_pages == 5
+
+
+def test_allocate_is_all_or_nothing():
+    pool = KVPool(4, 1)
+    pool.allocate(3)
+    with pytest.raises(OutOfPagesError, match="asked for 2, 1 free of 4"):
+        pool.allocate(2)
+    assert pool.num_free_pages == 1
+    assert pool.can_allocate(1) and not pool.can_allocate(2)
+
+
+def test_allocate_zero_and_negative():
+    pool = KVPool(2, 1)
+    assert pool.allocate(0) == []
+    with pytest.raises(ValueError):
+        pool.allocate(-1)
+
+
+def test_free_returns_pages_at_zero_references():
+    pool = KVPool(4, 2)
+    pages = pool.allocate(2)
+    pool.ref(pages[:1])
+    pool.free(pages)
+    assert pool.refcount(pages[0]) == 1 and pool.refcount(pages[1]) == 0
+    assert pool.num_free_pages == 3
+    pool.free(pages[:1])
+    assert pool.num_free_pages == 4
+    assert sorted(pool.free_page_ids()) == [0, 1, 2, 3]
+
+
+def test_freeing_a_free_page_raises_and_changes_nothing():
+    pool = KVPool(4, 1)
+    pages = pool.allocate(2)
+    pool.free(pages[:1])
+    with pytest.raises(EngineError, match="free page"):
+        pool.free(pages)
+    assert pool.refcount(pages[1]) == 1 and pool.num_free_pages == 3
+
+
+def test_free_with_repeated_page_drops_one_reference_each_time():
+    pool = KVPool(4, 1)
+    (page,) = pool.allocate(1)
+    pool.ref([page])
+    pool.free([page, page])
+    assert pool.refcount(page) == 0 and pool.num_free_pages == 4
+    (page,) = pool.allocate(1)
+    with pytest.raises(EngineError, match="below zero"):
+        pool.free([page, page])
+    assert pool.refcount(page) == 1
+
+
+def test_ref_of_free_page_raises():
+    pool = KVPool(2, 1)
+    with pytest.raises(EngineError):
+        pool.ref([0])
+
+
+def test_out_of_range_page_raises():
+    pool = KVPool(2, 1)
+    with pytest.raises(EngineError, match="out of range"):
+        pool.free([5])
+
+
+def test_allocate_bytes_matches_allocate():
+    pool = KVPool(8, 1)
+    raw = pool.allocate_bytes(3)
+    assert len(raw) == 12
+    pool.free(raw)
+    assert pool.num_free_pages == 8
+
+
+@pytest.mark.parametrize("page_size", [0, 3, -2])
+def test_page_size_must_be_power_of_two(page_size):
+    with pytest.raises(ValueError):
+        KVPool(4, page_size)
+
+
+def test_tensor_pool_has_slot_indexed_tensors_per_layer():
+    pool = KVPool(3, 4, num_layers=2, num_kv_heads=3, head_dim=8, dtype=torch.float16)
+    assert len(pool.k_cache) == len(pool.v_cache) == 2
+    assert pool.k_cache[0].shape == (12, 3, 8) and pool.k_cache[0].dtype == torch.float16
+    assert pool.slots([2, 0]).tolist() == [8, 9, 10, 11, 0, 1, 2, 3]
+
+
+def test_tensorless_pool_has_no_tensors():
+    pool = KVPool(3, 4)
+    assert pool.k_cache == [] and pool.v_cache == []
