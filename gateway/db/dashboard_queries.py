@@ -14,6 +14,9 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
 from gateway.db.prefix_reuse import LogRow
+from gateway.db.queries import bucket_expression, bucket_start, sum_columns, summarize
+
+SERIES_GROUPS = {"tenant": RequestLog.tenant_id, "template": RequestLog.template}
 
 LOG_ROW_COLUMNS = (
     RequestLog.created_at,
@@ -128,3 +131,31 @@ def list_engine_snapshots(
         .order_by(EngineStatSnapshot.created_at)
     )
     return list(session.scalars(query))
+
+
+def hit_rate_series_by(
+    session: Session,
+    group: str,
+    tenant_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    bucket: str = "hour",
+) -> list[dict]:
+    """Like queries.hit_rate_series, one row per (bucket, group value) with group in SERIES_GROUPS."""
+    if group not in SERIES_GROUPS:
+        raise ValueError(f"group must be one of {sorted(SERIES_GROUPS)}, got {group!r}")
+    group_column = SERIES_GROUPS[group].label("group")
+    bucket_column = bucket_expression(session, bucket).label("bucket")
+    clauses = window_filter(RequestLog.created_at, since, until)
+    if tenant_id is not None:
+        clauses.append(RequestLog.tenant_id == tenant_id)
+    query = (
+        select(bucket_column, group_column, *sum_columns())
+        .where(*clauses)
+        .group_by(bucket_column, group_column)
+        .order_by(bucket_column)
+    )
+    return [
+        {"bucket_start": bucket_start(row.bucket), group: row.group, **summarize(row)}
+        for row in session.execute(query)
+    ]
