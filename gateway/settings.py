@@ -36,6 +36,7 @@ class EngineSettings(BaseModel):
     max_batch_tokens: int | None = None
     max_running: int | None = None
     max_queue: int | None = None
+    max_context: int | None = None
     policy: str = "lpm"
     enable_radix_cache: bool = True
 

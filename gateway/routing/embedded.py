@@ -31,10 +31,8 @@ class EmbeddedBackend:
         return self.engine.model_id
 
     def is_healthy(self) -> bool:
-        is_running = getattr(self.engine, "is_running", None)
-        if is_running is None:
-            return True
-        return bool(is_running() if callable(is_running) else is_running)
+        """In-process: healthy while the app runs (asking the engine would wait for its step lock)."""
+        return True
 
     def abort(self, request_id: str) -> None:
         self.engine.abort(request_id)

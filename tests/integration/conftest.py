@@ -1,0 +1,36 @@
+"""Integration fixtures shared across modules: ONE real engine on the default model per test session.
+
+`shared_engine` loads SmolLM2-135M-Instruct once (a few seconds once the GGUF is
+dequantized and cached) and is injected into every app a test builds
+(`create_app(settings, engine=...)`); an app never shuts down an injected engine.
+Tests that use it are `slow`.
+
+Tenant ids restart at 1 in every fresh database, so two tests' tenants can map
+to the same cache namespace on the shared engine: take `engine` (the shared
+engine with its unpinned cache flushed first) when a test asserts on
+cached_tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+TEST_KV_CACHE_TOKENS = 16384
+
+
+@pytest.fixture(scope="session")
+def shared_engine() -> Iterator:
+    from engine import Engine, EngineConfig
+
+    engine = Engine(EngineConfig(kv_cache_tokens=TEST_KV_CACHE_TOKENS, device="cpu")).start()
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture()
+def engine(shared_engine):
+    """The shared engine with every unlocked, unpinned cached page evicted (no hits left over from other tests)."""
+    shared_engine.flush_cache()
+    return shared_engine
