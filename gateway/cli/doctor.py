@@ -1,0 +1,93 @@
+"""`radixgate doctor --tenant NAME`: why a tenant's prompts miss the prefix cache, and what to fix first."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add `doctor` to the top-level app."""
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    tenant: str = typer.Option(..., "--tenant", help="Tenant name."),
+    db: str = typer.Option(None, "--db", help="Database URL (default: RADIXGATE_DB_URL or sqlite:///./radixgate.db)."),
+    hours: float = typer.Option(None, "--hours", min=0, help="Only the last N hours (default: the whole log)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the diagnosis as JSON."),
+) -> None:
+    """Diagnose a tenant's request log: ranked causes of lost prefix hits, fixes and the speedup at stake."""
+    from gateway.db.dashboard_queries import find_tenant
+    from gateway.db.doctor import diagnose
+    from gateway.db.session import make_engine, make_session_factory
+    from gateway.settings import Settings
+
+    url = db or Settings().db_url
+    require_database_file(url)
+    since = datetime.now(timezone.utc) - timedelta(hours=hours) if hours else None
+    engine = make_engine(url)
+    try:
+        with make_session_factory(engine)() as session:  # read-only: never committed
+            row = find_tenant(session, tenant)
+            if row is None:
+                raise typer.BadParameter(f"no tenant named {tenant!r} in {url}", param_hint="--tenant")
+            diagnosis = diagnose(session, row.id, since=since)
+    finally:
+        engine.dispose()
+    if as_json:
+        typer.echo(json.dumps(diagnosis.to_dict(), indent=2, default=str))
+    else:
+        print_report(diagnosis)
+
+
+def require_database_file(url: str) -> None:
+    """Refuse a SQLite path that does not exist (opening it would create an empty database)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            raise typer.BadParameter(f"no database file at {parsed.database}", param_hint="--db")
+
+
+def print_report(diagnosis) -> None:
+    """The diagnosis as a rich report: headline rates, the fix that matters most, then every cause."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    console = Console()
+    console.print(
+        f"[bold]{diagnosis.tenant_name}[/]: {diagnosis.num_requests:,} requests, "
+        f"{diagnosis.prompt_tokens:,} prompt tokens. Hit rate [bold]{diagnosis.hit_rate:.1%}[/], "
+        f"attainable {diagnosis.attainable_hit_rate:.1%}, raw order {diagnosis.raw_hit_rate:.1%}; "
+        f"{diagnosis.lost_tokens:,} reusable prefix tokens lost."
+    )
+    if not diagnosis.causes:
+        console.print("[green]No lost prefix hits: nothing to fix.[/]")
+        return
+    top, speedup = diagnosis.causes[0], diagnosis.speedup
+    factor = "unbounded" if speedup.speedup is None else f"{speedup.speedup:.2f}x"
+    console.print(Panel(
+        f"{top.fix}\n\nEstimated prefill speedup if fixed: [bold]{factor}[/] "
+        f"(uncached tokens {speedup.uncached_tokens_before:,} -> {speedup.uncached_tokens_after:,}; "
+        f"hit rate -> {speedup.hit_rate_after:.1%}; prompts p50 {speedup.prompt_tokens_p50:,}, "
+        f"p95 {speedup.prompt_tokens_p95:,} tokens).\nModel: {speedup.model}.",
+        title=f"Fix first: {top.title}",
+        border_style="yellow",
+    ))
+    table = Table(title="Causes of lost prefix hits, ranked")
+    for column in ("#", "cause", "share", "lost tokens", "requests"):
+        table.add_column(column, justify="left" if column == "cause" else "right")
+    for rank, cause in enumerate(diagnosis.causes, start=1):
+        table.add_row(str(rank), cause.title, f"{cause.share:.0%}", f"{cause.lost_tokens:,}", f"{cause.num_requests:,}")
+    console.print(table)
+    for rank, cause in enumerate(diagnosis.causes, start=1):
+        console.print(f"[bold]{rank}. {cause.title}[/]\n   evidence: {cause.detail}\n   fix: {cause.fix}")
+    if diagnosis.is_prefix_estimate_assumed:
+        console.print("[dim]No request ever hit: static-prefix lengths are assumed (75% of the prompt).[/]")
