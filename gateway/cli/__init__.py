@@ -7,6 +7,7 @@ Each sub-app lives in its own module and imports its heavy dependencies
 import typer
 
 from gateway.cli import bench, db, serve, tenant, template
+from gateway.cli import doctor
 
 app = typer.Typer(
     name="radixgate",
@@ -19,3 +20,4 @@ app.add_typer(tenant.app, name="tenant")
 app.add_typer(template.app, name="template")
 app.add_typer(db.app, name="db")
 serve.register(app)
+doctor.register(app)
