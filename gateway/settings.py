@@ -57,6 +57,9 @@ class RemoteSettings(BaseModel):
     api_base: str
     api_key: str | None = None
     weight: float = 1.0
+    # True only when the remote keeps each caller in its own cache domain (e.g. a radixgate tenant
+    # key no one else uses); otherwise its cached_tokens would leak across tenants, so we report 0.
+    report_cached_tokens: bool = False
 
 
 class Settings(BaseSettings):

@@ -78,8 +78,6 @@ class Router:
         self.backends: list[Backend] = ([embedded] if embedded is not None else []) + self.remotes
         self.loads = LoadTracker()
         self._epsilon = epsilon
-        if not self.backends:
-            raise ValueError("the router needs the embedded engine or at least one remote")
 
     def candidates_for(self, model: str) -> list[Backend]:
         """Backends that serve `model` (step 1 of the module docstring)."""
@@ -93,6 +91,8 @@ class Router:
     def pick(self, prompt: PreparedPrompt, namespace: str) -> Backend:
         """The backend for this request; with several candidates, a FailoverBackend in affinity order."""
         candidates = self.candidates_for(prompt.model)
+        if not candidates:
+            raise BackendUnavailableError("no backend is configured (embedded engine disabled and no remotes)")
         if len(candidates) == 1:
             return candidates[0]
         order = order_candidates(
