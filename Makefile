@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
-.PHONY: venv serve test test-fast clean
+.PHONY: venv serve test test-fast clean browser
 
 venv: $(STAMP)
 
@@ -28,7 +28,11 @@ $(STAMP): pyproject.toml
 serve: venv
 	$(BIN)/radixgate serve --with-dashboard
 
-test: venv
+# Debian's headless chromium for the dashboard's browser test (tests/e2e/test_dashboard_browser.py)
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: venv browser
 	$(BIN)/python -m pytest -q -rfEs --durations=15
 
 test-fast: venv
