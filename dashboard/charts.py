@@ -10,6 +10,7 @@ RATE_LABELS = {
     "raw_hit_rate": "Raw order (shadow)",
     "attainable_hit_rate": "Attainable",
 }
+RATE_COLORS = ["#1f6fb4", "#a8a8a8", "#2ca02c"]  # actual, raw order, attainable (the goal)
 PERCENT = alt.Axis(format="%")
 
 
@@ -25,7 +26,8 @@ def hit_rate_comparison(overview: pd.DataFrame) -> alt.Chart:
             x=alt.X("tenant:N", title=None, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("rate:N", sort=order),
             y=alt.Y("value:Q", title="Hit rate (token-weighted)", axis=PERCENT, scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("rate:N", sort=order, title=None, legend=alt.Legend(orient="top")),
+            color=alt.Color("rate:N", sort=order, title=None, legend=alt.Legend(orient="top"),
+                            scale=alt.Scale(domain=order, range=RATE_COLORS)),
             tooltip=["tenant", "rate", alt.Tooltip("value:Q", format=".1%")],
         )
         .properties(height=280)
@@ -43,7 +45,7 @@ def hit_rate_timeseries(series: pd.DataFrame, color: str = "tenant") -> alt.VCon
         base.mark_line(point=True)
         .encode(
             x=alt.X("bucket_start:T", title=None, scale=alt.Scale(domain=brush)),
-            y=alt.Y("hit_rate:Q", title="Hit rate", axis=PERCENT),
+            y=alt.Y("hit_rate:Q", title="Hit rate", axis=PERCENT, scale=alt.Scale(domain=[0, 1])),
             tooltip=[color, alt.Tooltip("bucket_start:T", title="bucket"), alt.Tooltip("hit_rate:Q", format=".1%"),
                      "requests", "prompt_tokens", "cached_tokens"],
         )

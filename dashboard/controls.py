@@ -44,7 +44,7 @@ def pick_window() -> Window:
     label = st.sidebar.selectbox("Time range", list(WINDOWS), index=list(WINDOWS).index(DEFAULT_WINDOW), key="window")
     now = datetime.now(timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=1)
     span = WINDOWS[label]
-    bucket = "hour" if span is not None and span <= timedelta(days=2) else "day"
+    bucket = "hour" if span is not None and span <= timedelta(days=7) else "day"
     return Window(since=None if span is None else now - span, until=now, bucket=bucket)
 
 

@@ -24,6 +24,11 @@ columns[0].metric("Requests", f"{int(overview['requests'].sum()):,}")
 columns[1].metric("Hit rate (token-weighted)", controls.percent(cached_tokens / prompt_tokens if prompt_tokens else None))
 columns[2].metric("Prompt tokens saved", f"{cached_tokens:,}")
 columns[3].metric("Est. prefill time saved", f"{overview['prefill_s_saved'].sum():,.1f} s")
+best = overview.sort_values("hit_rate", ascending=False).iloc[0]
+st.caption(
+    f"{len(overview)} tenants with traffic: {', '.join(overview['tenant'])}. "
+    f"Highest hit rate: **{best['tenant']}** ({controls.percent(best['hit_rate'])})."
+)
 
 st.subheader("Hit rate per tenant")
 st.altair_chart(charts.hit_rate_comparison(overview), width="stretch")
