@@ -7,6 +7,8 @@ owners of different benchmarks never edit the same file.
 import typer
 
 from gateway.cli import bench_radix
+from gateway.cli import bench_rag
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
 bench_radix.register(app)
+bench_rag.register(app)

@@ -1,0 +1,123 @@
+"""bench rag: the prefix-heavy RAG workload with the radix cache on and off, in one run.
+
+Cold-group mode (default): every request arrives at once on an empty cache,
+so with the cache on one request computes the shared prefix and the others
+(held back by in-batch dedup) prefill only their question. Serial mode sends
+them one after another. Each mode is repeated `repeat` times on a flushed
+cache; wall times are medians. One ModelRunner (and KV pool) serves every
+pass: each pass builds a fresh Engine on it and flushes the tree afterwards,
+checking that every page came back.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from engine.bench.workloads import RagWorkload
+from engine.config import EngineConfig
+from engine.engine import Engine
+from engine.errors import EngineError
+from engine.sampling_params import RequestOutput, SamplingParams
+
+Progress = Callable[[str, int], None]  # (label, num_done) after each finished request
+
+
+@dataclass
+class PassResult:
+    wall_s: float
+    prefill_tokens: int
+    cached_tokens: int
+    ttft_s: list[float]
+    outputs: list[list[int]]
+
+
+def _collect(engine: Engine, workload: RagWorkload, *, serial: bool, label: str, progress: Progress | None):
+    params = SamplingParams(max_tokens=workload.max_new_tokens, ignore_eos=True)
+    finals: dict[int, RequestOutput] = {}
+    all_done = threading.Event()
+    each_done = threading.Event()
+    lock = threading.Lock()
+
+    def emit_for(index: int):
+        def emit(output: RequestOutput) -> None:
+            if output.is_finished:
+                with lock:
+                    finals[index] = output
+                    num_done = len(finals)
+                if progress:
+                    progress(label, num_done)
+                each_done.set()
+                if num_done == len(workload.prompts):
+                    all_done.set()
+        return emit
+
+    for index, prompt in enumerate(workload.prompts):
+        each_done.clear()
+        engine.submit(prompt, params, emit_for(index))
+        if serial:
+            each_done.wait()
+    all_done.wait()
+    return [finals[i] for i in range(len(workload.prompts))]
+
+
+def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: bool, label: str = "",
+             progress: Progress | None = None) -> PassResult:
+    """One replay of the workload on a fresh engine over `runner`; the pool is checked for leaks after."""
+    engine = Engine(config, runner=runner)
+    with engine:
+        started = time.perf_counter()
+        finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
+        wall_s = time.perf_counter() - started
+        engine.flush_cache()
+        if engine.pool.num_free_pages != engine.pool.num_pages:
+            raise EngineError(f"page leak: {engine.pool.num_pages - engine.pool.num_free_pages} pages held")
+    errors = [f.error for f in finals if f.error is not None]
+    if errors:
+        raise errors[0]
+    return PassResult(
+        wall_s=wall_s,
+        prefill_tokens=sum(f.usage.computed_prefill_tokens for f in finals),
+        cached_tokens=sum(f.usage.cached_tokens for f in finals),
+        ttft_s=[f.usage.ttft_s for f in finals],
+        outputs=[f.output_token_ids for f in finals],
+    )
+
+
+def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial: bool = False, repeat: int = 1,
+                  progress: Progress | None = None) -> dict:
+    """Cache on vs off, `repeat` passes each (interleaved); medians and the outputs check."""
+    passes: dict[bool, list[PassResult]] = {True: [], False: []}
+    for round_index in range(repeat):
+        for is_on in (True, False):
+            label = f"cache {'on' if is_on else 'off'} #{round_index + 1}"
+            mode_config = replace(config, enable_radix_cache=is_on)
+            passes[is_on].append(run_pass(runner, mode_config, workload, serial=serial, label=label,
+                                          progress=progress))
+    on, off = passes[True], passes[False]
+    wall_on = statistics.median(p.wall_s for p in on)
+    wall_off = statistics.median(p.wall_s for p in off)
+    outputs = [p.outputs for p in on + off]
+    return {
+        "requests": len(workload.prompts),
+        "mode": "serial" if serial else "cold-group",
+        "workload": workload.source,
+        "prefix_tokens": workload.num_prefix_tokens,
+        "repeat": repeat,
+        "prefill_tokens_on": on[0].prefill_tokens,
+        "prefill_tokens_off": off[0].prefill_tokens,
+        "prefill_ratio": on[0].prefill_tokens / max(1, off[0].prefill_tokens),
+        "cached_tokens_on": on[0].cached_tokens,
+        "wall_s_on": wall_on,
+        "wall_s_off": wall_off,
+        "wall_s_on_all": [p.wall_s for p in on],
+        "wall_s_off_all": [p.wall_s for p in off],
+        "speedup": wall_off / wall_on,
+        "ttft_ms_median_on": 1000 * statistics.median(statistics.median(p.ttft_s) for p in on),
+        "ttft_ms_median_off": 1000 * statistics.median(statistics.median(p.ttft_s) for p in off),
+        "outputs_identical": all(o == outputs[0] for o in outputs),
+        "_outputs": on[0].outputs,
+    }

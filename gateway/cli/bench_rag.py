@@ -1,0 +1,131 @@
+"""`radixgate bench rag`: the prefix-heavy RAG workload, radix cache on vs off (and baselines)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gateway.cli.bench_progress import progress_bars
+
+TARGET_SPEEDUP = 6.4
+TARGET_PREFILL_RATIO = 0.1
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rag")(rag)
+
+
+def rag(
+    workload: Optional[Path] = typer.Option(None, help="RAG workload JSON (shared/workloads/rag_workload.json); default: generated."),
+    serial: bool = typer.Option(False, "--serial", help="Send requests one after another instead of all at once."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG bar chart here."),
+    repeat: int = typer.Option(1, min=1, help="Passes per mode; wall times are medians."),
+    vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (repeatable)."),
+    model: str = typer.Option("smollm2-135m", help="Model spec."),
+    dtype: str = typer.Option("float32", help="float32 | bfloat16 | auto (outputs must match across modes)."),
+    max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
+) -> None:
+    """Replay the RAG workload with the radix cache on and off in one run; print and write ratios."""
+    from engine import EngineConfig
+    from engine.bench.rag import run_rag_bench
+    from engine.bench.workloads import generate_rag_workload, load_rag_workload
+    from engine.runner import ModelRunner
+
+    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens)
+    runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
+                                   page_size=config.page_size)
+    tokenizer = runner.loaded_model.tokenizer
+    loaded = load_rag_workload(workload) if workload else generate_rag_workload(tokenizer)
+    typer.echo(f"workload {loaded.source}: {len(loaded.prompts)} requests, {loaded.num_prefix_tokens}-token "
+               f"shared prefix, {loaded.max_new_tokens} new tokens; dtype {runner.dtype}")
+    with progress_bars(len(loaded.prompts)) as progress:
+        result = run_rag_bench(runner, config, loaded, serial=serial, repeat=repeat, progress=progress)
+        result["dtype"] = str(runner.dtype).removeprefix("torch.")
+        reference = result.pop("_outputs")
+        result["baselines"] = _run_baselines(vs, runner, loaded, model, progress, result, reference)
+    _print(result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+        typer.echo(f"wrote {json_out}")
+    if plot:
+        _plot(result, plot)
+        typer.echo(f"wrote {plot}")
+
+
+def _run_baselines(names: list[str], runner, workload, model: str, progress, result: dict,
+                   reference: list[list[int]]) -> list[dict]:
+    from engine.bench.rag_baselines import run_hf, run_llamacpp
+
+    baselines = []
+    for name in names:
+        if name == "hf":
+            for reuse in (False, True):
+                baselines.append(run_hf(runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse,
+                                        progress=progress))
+        elif name == "llamacpp":
+            baselines.append(run_llamacpp(_gguf_path(model), workload, progress=progress))
+        else:
+            raise typer.BadParameter(f"unknown baseline {name!r}; choose hf or llamacpp")
+    for baseline in baselines:
+        if "wall_s" in baseline:
+            baseline["radixgate_speedup"] = baseline["wall_s"] / result["wall_s_on"]
+            outputs = baseline.pop("outputs")
+            baseline["outputs_match_radixgate"] = sum(a == b for a, b in zip(outputs, reference)) / len(outputs)
+    return baselines
+
+
+def _gguf_path(model: str) -> str | None:
+    from engine.models.loader import ALIASES, locate_alias
+
+    if model in ALIASES:
+        return str(locate_alias(model))
+    return model if model.endswith(".gguf") else None
+
+
+def _print(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"bench rag ({result['mode']}, {result['requests']} requests, median of {result['repeat']})")
+    for column in ("run", "wall s", "prefill tokens", "TTFT ms (median)"):
+        table.add_column(column)
+    table.add_row("radix cache on", f"{result['wall_s_on']:.2f}", str(result["prefill_tokens_on"]),
+                  f"{result['ttft_ms_median_on']:.0f}")
+    table.add_row("radix cache off", f"{result['wall_s_off']:.2f}", str(result["prefill_tokens_off"]),
+                  f"{result['ttft_ms_median_off']:.0f}")
+    for baseline in result["baselines"]:
+        wall = f"{baseline['wall_s']:.2f}" if "wall_s" in baseline else baseline.get("error", "")
+        table.add_row(baseline["name"], wall, "", "")
+    console = Console()
+    console.print(table)
+    ok = lambda flag: "[green]ok[/green]" if flag else "[red]MISSED[/red]"  # noqa: E731
+    console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
+                  f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
+                  f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
+                  f"{ok(result['outputs_identical'])}")
+
+
+def _plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["radix on", "radix off"] + [b["name"] for b in result["baselines"] if "wall_s" in b]
+    walls = [result["wall_s_on"], result["wall_s_off"]] + [b["wall_s"] for b in result["baselines"] if "wall_s" in b]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.bar(names, walls, color=["tab:green", "tab:red"] + ["tab:gray"] * (len(names) - 2))
+    left.set_ylabel("wall time (s)")
+    left.set_title(f"{result['requests']} RAG requests ({result['mode']}): {result['speedup']:.1f}x")
+    left.tick_params(axis="x", rotation=20)
+    right.bar(["radix on", "radix off"], [result["prefill_tokens_on"], result["prefill_tokens_off"]],
+              color=["tab:green", "tab:red"])
+    right.set_ylabel("prefill tokens computed")
+    right.set_title(f"prefill ratio {result['prefill_ratio']:.3f}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
