@@ -179,6 +179,7 @@ class Scheduler:
         for chunk, token in zip(sampled, tokens):
             self._deliver_token(chunk.req, token)
         for req in prefill_done:
+            req.finish_reason = req.finish_reason or "length"  # max_tokens=0 reached, not an abort
             self.finish(req)
 
     def _sample(self, sampled: list[ScheduledChunk], logits: torch.Tensor | None) -> list[int]:
