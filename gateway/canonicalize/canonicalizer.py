@@ -16,6 +16,8 @@ Malformed bodies raise ValueError with a message fit for a 400 response.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from gateway.canonicalize.context import (
     dedupe_docs,
     docs_from_field,
@@ -34,51 +36,59 @@ CONVERSATION_ROLES = ("user", "assistant", "tool", "function")
 
 def canonicalize(body: dict, rules: DynamicRules | None = None, *, sort_context_by_id: bool = False) -> Sections:
     """Split `body` into Sections (see module docstring for every choice)."""
-    messages = validate_messages(body)
+    parts = split_messages(validate_messages(body))
     rules = rules or DynamicRules()
-    docs = docs_from_field(body.get("context"))
-    num_field_docs = len(docs)
-    question_index = len(messages) - 1 if messages[-1]["role"] == "user" else None
-    system_parts, history, question = [], [], ""
-    is_system_leading = True
-    for index, message in enumerate(messages):
-        text = message_text(message)
-        if message["role"] in SYSTEM_ROLES:
-            is_system_leading = is_system_leading and not history
-            found, rest = extract_docs(text)
-            docs.extend(found)
-            if rest.strip():
-                system_parts.append(rest)
-        elif index == question_index:
-            found, question = extract_leading_docs(text)
-            docs.extend(found)
-            question = question.strip()
-        else:
-            history.append(dict(message))
-    raw_system = "\n\n".join(part.strip("\n") for part in system_parts)
+    field_docs = docs_from_field(body.get("context"))
+    raw_system = "\n\n".join(part.strip("\n") for part in parts.system_parts)
     split = rules.split(normalize_whitespace(raw_system))
     sections = Sections(
         system=normalize_whitespace(split.static),
         tools=canonical_tools(body.get("tools")),
-        context=arrange_docs(docs, sort_context_by_id),
-        history=history,
+        context=arrange_docs(field_docs + parts.docs, sort_context_by_id),
+        history=parts.history,
         dynamic=split.dynamic,
-        question=question,
+        question=parts.question,
     )
     is_canonical = (
-        is_system_leading
-        and len(docs) == num_field_docs
+        parts.is_system_leading
+        and not parts.docs
         and raw_system == normalize_whitespace(raw_system)
         and not split.dynamic
         and is_sorted_by_name(body.get("tools") or [])
     )
-    sections.signals = Signals(
-        found=found_sections(sections),
-        dynamic_hoisted=bool(split.dynamic),
-        was_canonical=is_canonical,
-        dynamic_patterns=split.patterns,
-    )
+    sections.signals = Signals(found_sections(sections), bool(split.dynamic), is_canonical, split.patterns)
     return sections
+
+
+@dataclass
+class MessageParts:
+    """The raw material of the sections, taken from the messages in one pass."""
+
+    system_parts: list[str] = field(default_factory=list)
+    docs: list[Doc] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+    question: str = ""
+    is_system_leading: bool = True
+
+
+def split_messages(messages: list[dict]) -> MessageParts:
+    parts = MessageParts()
+    question_index = len(messages) - 1 if messages[-1]["role"] == "user" else None
+    for index, message in enumerate(messages):
+        text = message_text(message)
+        if message["role"] in SYSTEM_ROLES:
+            parts.is_system_leading = parts.is_system_leading and not parts.history
+            found, rest = extract_docs(text)
+            parts.docs.extend(found)
+            if rest.strip():
+                parts.system_parts.append(rest)
+        elif index == question_index:
+            found, question = extract_leading_docs(text)
+            parts.docs.extend(found)
+            parts.question = question.strip()
+        else:
+            parts.history.append(dict(message))
+    return parts
 
 
 def validate_messages(body: object) -> list[dict]:

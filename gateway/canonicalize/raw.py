@@ -12,7 +12,9 @@ plain OpenAI-compatible server:
   first system message as one JSON line each, in the client's order and key
   order — the raw prompt carries the same content as the canonical one;
 - content parts are flattened to text, None content becomes "", and assistant
-  tool_calls are written into the content when the template ignores them.
+  tool_calls are written into the content as JSON lines;
+- a tokenizer without a chat template, or whose template rejects the messages
+  (e.g. an unknown role), renders as ChatML instead of failing the request.
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ def render_raw_text(tokenizer, body: dict) -> str:
 
 
 def apply_template(tokenizer, messages: list[dict], tools: list[dict] | None) -> str:
-    return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+    """The model's own rendering; ChatML when it has no template or rejects these messages."""
+    if getattr(tokenizer, "chat_template", None):
+        try:
+            return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+        except Exception:  # noqa: BLE001 — e.g. a template that raises on a 'developer' or 'tool' role
+            pass
+    turns = "".join(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n" for message in messages)
+    return turns + "<|im_start|>assistant\n"
 
 
 def flatten_message(message: dict) -> dict:

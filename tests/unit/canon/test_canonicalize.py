@@ -186,3 +186,23 @@ def test_system_message_after_the_conversation_is_not_canonical():
 def test_malformed_bodies_raise_value_error(bad):
     with pytest.raises(ValueError):
         canonicalize(bad)
+
+
+def test_render_raw_keeps_client_order_and_puts_the_context_field_in_the_last_user_turn(smollm2_tokenizer):
+    from gateway.canonicalize import render_raw, render_raw_text
+
+    raw = body(system("Today is 2026-11-02. " + SYSTEM), user("first"), assistant("ok"), user("q?"),
+               tools=[tool("b"), tool("a")], context=[{"id": "d1", "text": "Doc one."}])
+    text = render_raw_text(smollm2_tokenizer, raw)
+    assert text.startswith("<|im_start|>system\nToday is 2026-11-02. " + SYSTEM + "\n\n# Tools\n")
+    assert text.index('"name": "b"') < text.index('"name": "a"')
+    assert '<|im_start|>user\n<context>\n<document id="d1">\nDoc one.\n</document>\n</context>\n\nq?<|im_end|>\n' in text
+    assert text.endswith("<|im_start|>assistant\n")
+    assert render_raw(smollm2_tokenizer, raw) == smollm2_tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_render_raw_falls_back_to_chatml_when_the_template_rejects_the_messages(smollm2_tokenizer, monkeypatch):
+    from gateway.canonicalize import render_raw_text
+
+    monkeypatch.setattr(smollm2_tokenizer, "chat_template", "{{ raise_exception('no') }}")
+    assert render_raw_text(smollm2_tokenizer, body(user("q"))) == "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
