@@ -2,6 +2,10 @@
 
 Reads the gateway's database at RADIXGATE_DB_URL (default sqlite:///./radixgate.db), read-only;
 the Engine page also reads live gauges from RADIXGATE_GATEWAY_URL when it is set.
+
+The page scripts live in views/, not pages/: Streamlit treats a `pages/` folder beside
+the main script as a legacy multipage app, and a first visit to a page's URL (e.g. a
+bookmarked /doctor) then runs that page alone, without this navigation and sidebar.
 """
 
 from pathlib import Path
@@ -10,15 +14,15 @@ import streamlit as st
 
 from dashboard import controls
 
-PAGES = Path(__file__).resolve().parent / "pages"
+VIEWS = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="radixgate", page_icon=":material/account_tree:", layout="wide")
 navigation = st.navigation(
     [
-        st.Page(PAGES / "overview.py", title="Overview", icon=":material/monitoring:", default=True),
-        st.Page(PAGES / "tenant.py", title="Tenant", icon=":material/person:"),
-        st.Page(PAGES / "engine.py", title="Engine", icon=":material/memory:"),
-        st.Page(PAGES / "doctor.py", title="Cache doctor", icon=":material/stethoscope:"),
+        st.Page(VIEWS / "overview.py", title="Overview", icon=":material/monitoring:", default=True),
+        st.Page(VIEWS / "tenant.py", title="Tenant", icon=":material/person:"),
+        st.Page(VIEWS / "engine.py", title="Engine", icon=":material/memory:"),
+        st.Page(VIEWS / "doctor.py", title="Cache doctor", icon=":material/stethoscope:"),
     ]
 )
 st.sidebar.caption("radixgate · prefix-cache hit rates")

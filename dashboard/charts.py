@@ -66,7 +66,7 @@ def lost_tokens_by_cause(causes: pd.DataFrame) -> alt.Chart:
         alt.Chart(causes)
         .mark_bar()
         .encode(
-            y=alt.Y("title:N", sort="-x", title=None),
+            y=alt.Y("title:N", sort="-x", title=None, axis=alt.Axis(labelLimit=360)),
             x=alt.X("lost_tokens:Q", title="Lost prompt tokens"),
             color=alt.Color("title:N", legend=None),
             tooltip=["title", "lost_tokens", alt.Tooltip("share:Q", format=".0%")],

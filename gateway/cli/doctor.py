@@ -68,6 +68,9 @@ def print_report(diagnosis) -> None:
         f"attainable {diagnosis.attainable_hit_rate:.1%}, raw order {diagnosis.raw_hit_rate:.1%}; "
         f"{diagnosis.lost_tokens:,} reusable prefix tokens lost."
     )
+    recovered = diagnosis.cached_tokens - diagnosis.raw_cached_tokens
+    if recovered > 0:
+        console.print(f"Canonicalization already recovers {recovered:,} tokens the clients' raw order would miss.")
     if not diagnosis.causes:
         console.print("[green]No lost prefix hits: nothing to fix.[/]")
         return

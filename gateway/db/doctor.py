@@ -109,7 +109,12 @@ def diagnose(
 
 
 def diagnose_rows(tenant, rows: list[LogRow], sightings: dict, *, num_active_pins: int = 0) -> Diagnosis:
-    """The analysis behind `diagnose`, on rows already fetched (time order)."""
+    """The analysis behind `diagnose`, on rows already fetched (time order).
+
+    Rows without prompt tokens (requests rejected before tokenization) count as requests
+    but take no part in the reuse analysis."""
+    num_requests = len(rows)
+    rows = [row for row in rows if row.prompt_tokens > 0]
     estimate = estimate_prefix_tokens(rows)
     firsts = mark_first_sightings(rows)
     facts = CauseFacts(tenant=tenant, rows=rows, num_active_pins=num_active_pins)
@@ -132,7 +137,7 @@ def diagnose_rows(tenant, rows: list[LogRow], sightings: dict, *, num_active_pin
     return Diagnosis(
         tenant_id=tenant.id,
         tenant_name=tenant.name,
-        num_requests=len(rows),
+        num_requests=num_requests,
         prompt_tokens=prompt,
         cached_tokens=cached,
         attainable_tokens=sum(attainable_tokens(rows, estimate)),

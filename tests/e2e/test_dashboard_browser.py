@@ -98,8 +98,14 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
             page.screenshot(path=str(screenshot), full_page=True)
             body = page.inner_text("body")
             num_exceptions = page.locator("[data-testid='stException']").count()
+            # A bookmarked page URL still runs through app.py's navigation (sidebar, refresh control).
+            page.goto(f"{dashboard_url}/doctor", wait_until="domcontentloaded")
+            page.wait_for_selector("text=Fix first:", timeout=60_000)
+            doctor_body = page.inner_text("body")
+            num_exceptions += page.locator("[data-testid='stException']").count()
         finally:
             context.close()
     assert screenshot.stat().st_size > 10_000
     assert "acme" in body and "Prefix-cache overview" in body
     assert num_exceptions == 0 and "Traceback" not in body
+    assert "Refresh data" in doctor_body and "Cache doctor" in doctor_body

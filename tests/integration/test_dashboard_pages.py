@@ -18,7 +18,7 @@ from gateway.db.models import RequestLog, Tenant
 from gateway.db.session import make_engine, make_session_factory
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-PAGES = ["pages/overview.py", "pages/tenant.py", "pages/engine.py", "pages/doctor.py"]
+PAGES = ["views/overview.py", "views/tenant.py", "views/engine.py", "views/doctor.py"]
 TIMEOUT_S = 60
 
 
@@ -85,7 +85,7 @@ def test_overview_shows_each_tenants_seeded_hit_rates(seeded_url, expected, monk
 
 
 def test_tenant_page_shows_the_tenants_numbers_and_pins(seeded_url, expected, monkeypatch):
-    app = run_page(seeded_url, monkeypatch, "pages/tenant.py", tenant="acme")
+    app = run_page(seeded_url, monkeypatch, "views/tenant.py", tenant="acme")
     acme = expected["acme"]
     assert metric(app, "Requests") == f"{acme['requests']:,}"
     assert metric(app, "Hit rate") == f"{acme['cached'] / acme['prompt']:.1%}"
@@ -96,14 +96,14 @@ def test_tenant_page_shows_the_tenants_numbers_and_pins(seeded_url, expected, mo
 
 
 def test_engine_page_charts_the_stored_snapshots(seeded_url, monkeypatch):
-    app = run_page(seeded_url, monkeypatch, "pages/engine.py")
+    app = run_page(seeded_url, monkeypatch, "views/engine.py")
     assert metric(app, "Cached tokens") == f"{4000 + 500 * 11:,}"
     assert metric(app, "Evictions (total)") == "33"
     assert num_charts(app) == 2
 
 
 def test_doctor_page_ranks_dynamic_content_first_for_globex(seeded_url, monkeypatch):
-    app = run_page(seeded_url, monkeypatch, "pages/doctor.py", tenant="globex")
+    app = run_page(seeded_url, monkeypatch, "views/doctor.py", tenant="globex")
     assert any("Fix first: Dynamic content in the prefix" in s.value for s in app.subheader)
     assert app.expander[0].label.startswith("1. Dynamic content in the prefix")
     assert metric(app, "Lost prefix tokens") == f"{26 * (960 - 64) + 960:,}"

@@ -39,6 +39,10 @@ st.markdown(
     f"Prompts: p50 {speedup['prompt_tokens_p50']:,} tokens, p95 {speedup['prompt_tokens_p95']:,}."
 )
 st.caption(f"Model: {speedup['model']}.")
+recovered = diagnosis["cached_tokens"] - diagnosis["raw_cached_tokens"]
+if recovered > 0:
+    st.caption(f"Canonicalization already recovers {recovered:,} prompt tokens that the clients' raw order "
+               f"would have missed (raw-order hit rate {controls.percent(diagnosis['raw_hit_rate'])}).")
 
 st.subheader("Causes of lost hits, ranked")
 st.altair_chart(charts.lost_tokens_by_cause(causes), width="stretch")
