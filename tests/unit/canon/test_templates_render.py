@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gateway.canonicalize import canonicalize, tokenize_segments
 from gateway.prompt_templates import TemplateError, TemplateNotFound, chatml_format, derive_chat_format
@@ -124,3 +125,21 @@ def test_unknown_builtin_raises_template_not_found(registry, smollm2_tokenizer):
     with pytest.raises(TemplateNotFound, match="unknown template 'nope'") as info:
         registry.render("nope", canonicalize(request()), tokenizer=smollm2_tokenizer)
     assert isinstance(info.value, KeyError)
+
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(system=TEXT, docs=st.lists(TEXT, max_size=3), questions=st.tuples(TEXT, TEXT), turns=st.lists(TEXT, max_size=3))
+def test_static_token_prefix_never_depends_on_what_follows(registry, smollm2_tokenizer, system, docs, questions, turns):
+    prompts = []
+    for index, question in enumerate(questions):
+        history = [{"role": "user" if n % 2 == 0 else "assistant", "content": turn} for n, turn in enumerate(turns[index:])]
+        body = {"messages": [{"role": "system", "content": system}, *history, {"role": "user", "content": question}],
+                "context": docs, "tools": TOOLS}
+        rendered = registry.render("agent", canonicalize(body), tokenizer=smollm2_tokenizer)
+        prompts.append(tokenize_segments(smollm2_tokenizer, rendered.segments))
+    first, second = prompts
+    assert first.static_prefix_len == second.static_prefix_len
+    assert first.token_ids[: first.static_prefix_len] == second.token_ids[: second.static_prefix_len]
