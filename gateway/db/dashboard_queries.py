@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
 from gateway.db.prefix_reuse import LogRow
-from gateway.db.queries import bucket_expression, bucket_start, sum_columns, summarize
+from gateway.db.queries import aggregate
+from gateway.db.rollup import finish, rollup
 
-SERIES_GROUPS = {"tenant": RequestLog.tenant_id, "template": RequestLog.template}
+SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
+"""Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""
 
 LOG_ROW_COLUMNS = (
     RequestLog.created_at,
@@ -141,21 +143,12 @@ def hit_rate_series_by(
     until: datetime | None,
     bucket: str = "hour",
 ) -> list[dict]:
-    """Like queries.hit_rate_series, one row per (bucket, group value) with group in SERIES_GROUPS."""
+    """Like queries.hit_rate_series, one row per (bucket, group value), time order; group in SERIES_GROUPS."""
     if group not in SERIES_GROUPS:
         raise ValueError(f"group must be one of {sorted(SERIES_GROUPS)}, got {group!r}")
-    group_column = SERIES_GROUPS[group].label("group")
-    bucket_column = bucket_expression(session, bucket).label("bucket")
-    clauses = window_filter(RequestLog.created_at, since, until)
-    if tenant_id is not None:
-        clauses.append(RequestLog.tenant_id == tenant_id)
-    query = (
-        select(bucket_column, group_column, *sum_columns())
-        .where(*clauses)
-        .group_by(bucket_column, group_column)
-        .order_by(bucket_column)
-    )
+    dims = ("bucket", SERIES_GROUPS[group])
+    grouped = rollup(aggregate(session, tenant_id, since, until, dims, bucket), dims)
     return [
-        {"bucket_start": bucket_start(row.bucket), group: row.group, **summarize(row)}
-        for row in session.execute(query)
+        {"bucket_start": key[0], group: key[1], **finish(grouped[key])}
+        for key in sorted(grouped, key=lambda key: (key[0], str(key[1])))
     ]

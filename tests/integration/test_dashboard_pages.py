@@ -124,3 +124,56 @@ def test_missing_database_file_is_reported_not_created(page, tmp_path, monkeypat
     app = run_page(f"sqlite:///{path}", monkeypatch, page)
     assert "No database file" in app.info[0].value
     assert not path.exists()
+
+
+@pytest.fixture()
+def metrics_server():
+    """A real HTTP server on loopback serving the gateway's own Prometheus rendering at /metrics."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gateway.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.set_engine_stats({"cached_tokens": 1234, "pinned_tokens": 128, "evictable_tokens": 900, "evictions": 7})
+    body, content_type = metrics.render()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Type", content_type)
+            self.end_headers()
+            self.wfile.write(body if self.path == "/metrics" else b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_engine_page_reads_live_gauges_from_the_gateway(metrics_server, tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    create_seeded_db(url, is_empty=True)
+    monkeypatch.setenv("RADIXGATE_DB_URL", url)
+    monkeypatch.setenv("RADIXGATE_GATEWAY_URL", metrics_server)
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
+    app.switch_page("views/engine.py").run()
+    assert not app.exception
+    assert metric(app, "Cached tokens") == "1,234"
+    assert metric(app, "Evictions") == "7"
+
+
+def test_engine_page_warns_when_the_gateway_is_unreachable(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    create_seeded_db(url, is_empty=True)
+    monkeypatch.setenv("RADIXGATE_DB_URL", url)
+    monkeypatch.setenv("RADIXGATE_GATEWAY_URL", "http://127.0.0.1:9")  # discard port: connection refused
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
+    app.switch_page("views/engine.py").run()
+    assert not app.exception
+    assert "did not answer" in app.warning[0].value and app.info
