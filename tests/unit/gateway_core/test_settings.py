@@ -1,0 +1,59 @@
+"""Settings: precedence init > env > config file > defaults, nested engine settings, TOML and YAML files."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.settings import EngineSettings, Settings, read_config_file
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for name in ("RADIXGATE_PORT", "RADIXGATE_CONFIG_FILE", "RADIXGATE_ENGINE__MODEL", "RADIXGATE_ENGINE__PAGE_SIZE", "RADIXGATE_DB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def test_defaults_serve_the_default_model_on_sqlite():
+    settings = Settings()
+    assert settings.db_url == "sqlite:///./radixgate.db" and settings.port == 8000
+    assert settings.engine.model == "smollm2-135m" and settings.remotes == []
+    assert settings.resolved_templates_dir().joinpath("chat.j2").is_file()
+
+
+def test_env_overrides_nested_engine_settings(monkeypatch):
+    monkeypatch.setenv("RADIXGATE_PORT", "9100")
+    monkeypatch.setenv("RADIXGATE_ENGINE__PAGE_SIZE", "32")
+    settings = Settings()
+    assert settings.port == 9100 and settings.engine.page_size == 32 and settings.engine.model == "smollm2-135m"
+
+
+def test_config_file_is_below_env_and_init(monkeypatch, tmp_path):
+    path = tmp_path / "radixgate.toml"
+    path.write_text('port = 9001\ndb_url = "sqlite:///x.db"\n[engine]\nmodel = "tiny"\npage_size = 8\n')
+    monkeypatch.setenv("RADIXGATE_ENGINE__PAGE_SIZE", "64")
+    settings = Settings(config_file=path, port=9002)
+    assert settings.port == 9002 and settings.db_url == "sqlite:///x.db"
+    assert settings.engine.model == "tiny" and settings.engine.page_size == 64
+
+
+def test_yaml_config_file_from_env_with_remotes(monkeypatch, tmp_path):
+    path = tmp_path / "radixgate.yaml"
+    path.write_text("remotes:\n  - {name: a, model: m, api_base: 'http://127.0.0.1:1/v1'}\nlog_queue_max: 5\n")
+    monkeypatch.setenv("RADIXGATE_CONFIG_FILE", str(path))
+    settings = Settings()
+    assert settings.log_queue_max == 5 and settings.remotes[0].api_base == "http://127.0.0.1:1/v1"
+
+
+def test_config_file_errors_are_explicit(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_config_file(tmp_path / "missing.toml")
+    bad = tmp_path / "radixgate.ini"
+    bad.write_text("x")
+    with pytest.raises(ValueError, match="toml"):
+        read_config_file(bad)
+
+
+def test_engine_settings_become_an_engine_config():
+    config = EngineSettings(page_size=8, kv_cache_tokens=1024, max_queue=3).to_engine_config()
+    assert (config.page_size, config.kv_cache_tokens, config.max_queue, config.model) == (8, 1024, 3, "smollm2-135m")
