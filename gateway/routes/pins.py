@@ -1,0 +1,82 @@
+"""Pins API: POST pins a tenant's static prefix (hard, or soft for ttl_seconds), GET lists them with
+their tokens and hits, DELETE unpins. Over the tenant's pin quota is a 409 with the numbers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from gateway import pins
+from gateway.db.models import Pin
+from gateway.deps import SessionDep, StateDep, TenantDep
+from gateway.errors import bad_request, conflict, not_found
+
+router = APIRouter(prefix="/v1/pins", tags=["pins"])
+
+
+class PinCreate(BaseModel):
+    system: str = Field(min_length=1)
+    template: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    context: list[str | dict[str, Any]] | None = None
+    ttl_seconds: int | None = Field(default=None, ge=1)
+
+
+class PinOut(BaseModel):
+    id: int
+    object: str = "pin"
+    template: str | None
+    num_tokens: int
+    hits: int
+    ttl_seconds: int | None
+    expires_at: datetime | None
+    created_at: datetime | None
+    is_warm: bool
+
+
+def pin_out(gw, pin: Pin) -> PinOut:
+    return PinOut(
+        id=pin.id,
+        template=pin.template,
+        num_tokens=pin.num_tokens,
+        hits=pins.record_hits(gw, pin),
+        ttl_seconds=pin.ttl_seconds,
+        expires_at=pin.expires_at,
+        created_at=pin.created_at,
+        is_warm=pin.id in pins.pin_book(gw).live,
+    )
+
+
+@router.post("", status_code=201, response_model=PinOut)
+async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw: StateDep) -> PinOut:
+    """Render the static prefix, prefill it in the tenant's namespace and pin it."""
+    if gw.engine is None:
+        raise bad_request("Pins need the embedded engine; this gateway serves only remote backends.")
+    spec = pins.PinSpec(system=body.system, tools=body.tools or [], context=body.context or [], template=body.template)
+    try:
+        pin = await pins.create_pin(gw, session, tenant, spec, body.ttl_seconds)
+    except pins.PinQuotaError as exc:
+        raise conflict(str(exc), code="pin_quota_exceeded") from exc
+    except pins.PinTooShortError as exc:
+        raise bad_request(str(exc), "system") from exc
+    return pin_out(gw, pin)
+
+
+@router.get("")
+def list_pins(tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
+    """The tenant's live pins: tokens pinned and hits served."""
+    data = [pin_out(gw, pin) for pin in pins.list_live_pins(session, tenant.id)]
+    return {"object": "list", "data": data, "num_pinned_tokens": sum(p.num_tokens for p in data)}
+
+
+@router.delete("/{pin_id}")
+def delete_pin(pin_id: int, tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
+    """Unpin: the prefix stays cached but becomes evictable."""
+    pin = session.get(Pin, pin_id)
+    if pin is None or pin.tenant_id != tenant.id or pin.deleted_at is not None:
+        raise not_found(f"No pin with id {pin_id}.", "pin_id")
+    pins.unpin(gw, pin)
+    return {"id": pin_id, "object": "pin", "deleted": True, "hits": pin.hits}
