@@ -30,6 +30,7 @@ DYNAMIC_NAMES = frozenset({
     "request_id", "req_id", "trace_id", "session_id", "user", "user_id", "user_name", "username", "name",
     "customer", "customer_name", "email", "strftime_now", "dynamic",
 })
+DYNAMIC_ATTRS = frozenset({"now", "utcnow", "today", "timestamp", "uuid", "uuid4", "random", "randint", "request_id", "trace_id", "session_id", "user_name", "username"})
 SORT_FILTERS = frozenset({"sort", "sort_tools"})
 VARIABLE_SECTION = {"generation_prompt": "generation", **{name: name for name in CANONICAL_ORDER}}
 
@@ -117,8 +118,9 @@ def question_position(tree: nodes.Template) -> int | None:
 def dynamic_findings(tree: nodes.Template) -> list[LintFinding]:
     """Dynamic values inside early-section blocks, or before the question outside blocks."""
     cut, findings, flagged_lines = question_position(tree), [], set()
+    local_names = {node.name for node in tree.find_all(nodes.Name) if node.ctx in ("store", "param")}
     for position, (node, block_name) in enumerate(walk(tree, None)):
-        label = dynamic_label(node)
+        label = dynamic_label(node, local_names)
         if label is None or node.lineno in flagged_lines:
             continue
         is_early = block_name in EARLY_SECTIONS or (block_name is None and (cut is None or position < cut))
@@ -132,10 +134,12 @@ def dynamic_findings(tree: nodes.Template) -> list[LintFinding]:
     return findings
 
 
-def dynamic_label(node: nodes.Node) -> str | None:
-    if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in DYNAMIC_NAMES:
+def dynamic_label(node: nodes.Node, local_names: set[str]) -> str | None:
+    """A label for a per-request value: a free dynamic variable (not a loop or set
+    variable of the template) or a clock/id/random attribute (`x.now()`)."""
+    if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in DYNAMIC_NAMES - local_names:
         return f"`{node.name}`"
-    if isinstance(node, nodes.Getattr) and node.attr in DYNAMIC_NAMES:
+    if isinstance(node, nodes.Getattr) and node.attr in DYNAMIC_ATTRS:
         return f"`.{node.attr}`"
     return None
 

@@ -53,6 +53,21 @@ def test_dynamic_values_in_static_blocks_are_errors(expression):
     assert len(findings) == 1 and findings[0].severity == "error" and findings[0].line == 1
 
 
+@pytest.mark.parametrize("expression", ["datetime.now()", "clock.utcnow()", "ids.uuid4()", "req.request_id"])
+def test_clock_and_id_attributes_are_dynamic(expression):
+    source = "{% block system %}{{ " + expression + " }}{% endblock %}{% block question %}{{ question }}{% endblock %}"
+    assert "dynamic-before-question" in rules(source)
+
+
+def test_static_attributes_and_loop_variables_are_not_dynamic():
+    source = (
+        "{% block tools %}{% for tool in tools|sort_tools %}{{ tool.function.name }}: {{ tool.function.description }}"
+        "{% endfor %}{% endblock %}{% block history %}{% for name in ['a'] %}{{ name }}{% endfor %}"
+        "{% for message in history %}{{ message.name }}{% endfor %}{% endblock %}{% block question %}{{ question }}{% endblock %}"
+    )
+    assert lint_template(source) == []
+
+
 def test_dynamic_values_after_the_question_starts_are_fine():
     assert lint_template("{% block system %}{{ system }}{% endblock %}{% block question %}{{ now() }} {{ question }}{% endblock %}") == []
 
