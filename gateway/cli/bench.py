@@ -6,9 +6,12 @@ owners of different benchmarks never edit the same file.
 
 import typer
 
-from gateway.cli import bench_radix
+from gateway.cli import bench_agent, bench_radix
 from gateway.cli import bench_rag
+from gateway.cli import bench_decode
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
 bench_radix.register(app)
+bench_agent.register(app)
 bench_rag.register(app)
+bench_decode.register(app)

@@ -86,3 +86,27 @@ def test_configured_admin_key_is_accepted_and_hashed_without_printing(session_fa
 def test_generated_keys_are_unique_and_long():
     keys = {tenants.generate_key() for _ in range(100)}
     assert len(keys) == 100 and all(len(k) > 40 and k.startswith(tenants.TENANT_KEY_PREFIX) for k in keys)
+
+
+def test_tenant_cli_creates_lists_and_issues_keys(tmp_path):
+    from typer.testing import CliRunner
+
+    from gateway.cli import app
+
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+    created = runner.invoke(app, ["tenant", "create", "acme", "--pin-quota", "4096", "--cache-group", "g1", "--db", db])
+    assert created.exit_code == 0, created.output
+    key = created.output.strip().split()[-1]
+    assert key.startswith(tenants.TENANT_KEY_PREFIX)
+    listed = runner.invoke(app, ["tenant", "list", "--db", db])
+    assert listed.exit_code == 0 and "acme" in listed.output and "4096" in listed.output and "g1" in listed.output
+    assert key not in listed.output
+    second = runner.invoke(app, ["tenant", "key", "acme", "--db", db])
+    assert second.exit_code == 0 and second.output.strip().split()[-1] != key
+    assert runner.invoke(app, ["tenant", "create", "acme", "--db", db]).exit_code != 0
+    assert runner.invoke(app, ["tenant", "key", "nobody", "--db", db]).exit_code != 0
+    engine = make_engine(db)
+    with session_scope(make_session_factory(engine)) as session:
+        assert tenants.authenticate(session, key)[0].pin_quota_tokens == 4096
+    engine.dispose()
