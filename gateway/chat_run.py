@@ -67,6 +67,12 @@ class ChatRun:
     def wants_tool_calls(self) -> bool:
         return bool(self.body.tools) and self.body.tool_choice != "none"
 
+    def make_tool_call_detector(self):
+        from gateway.tool_calls import ToolCallDetector
+
+        names = frozenset((tool.get("function") or {}).get("name") for tool in self.body.tools or ())
+        return ToolCallDetector(is_enabled=self.wants_tool_calls, tool_names=names)
+
     def open(self, backend: Backend, request: Request | None) -> None:
         """Start the backend stream and a watcher that aborts it if the client disconnects."""
         prepared = self.prepared

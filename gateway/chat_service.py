@@ -26,7 +26,6 @@ from gateway.pipeline import TenantTemplate, prepare_request
 from gateway.routing.base import cache_namespace
 from gateway.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
 from gateway.streaming import ChunkFactory, DONE_EVENT, error_event
-from gateway.tool_calls import ToolCallDetector
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -113,12 +112,14 @@ async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionReque
 
 
 async def collect_answer(run: ChatRun) -> tuple[str, list[dict] | None]:
-    detector = ToolCallDetector(is_enabled=run.wants_tool_calls)
-    parts = []
+    """The whole answer: its text, and tool calls (parsed from the text, or sent as such by a remote backend)."""
+    detector = run.make_tool_call_detector()
+    parts, backend_calls = [], []
     async for chunk in run.chunks():
         parts.append(detector.feed(chunk.text))
+        backend_calls.extend(chunk.tool_calls)
     rest, calls = detector.finish()
-    return "".join(parts) + rest, calls
+    return "".join(parts) + rest, calls or backend_calls or None
 
 
 async def complete(run: ChatRun) -> ChatCompletion:
@@ -147,14 +148,17 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
     """The SSE byte stream for a started run; always ends with [DONE] unless the client left."""
     include_usage = bool(run.body.stream_options and run.body.stream_options.include_usage)
     factory = ChunkFactory(run.request_id, run.created, run.model_id, include_usage)
-    detector = ToolCallDetector(is_enabled=run.wants_tool_calls)
+    detector = run.make_tool_call_detector()
+    backend_calls: list[dict] = []
     try:
         yield factory.role()
         async for chunk in run.chunks():
             text = detector.feed(chunk.text)
+            backend_calls.extend(chunk.tool_calls)
             if text:
                 yield factory.content(text)
         rest, calls = detector.finish()
+        calls = calls or backend_calls or None
         if rest:
             yield factory.content(rest)
         if calls:

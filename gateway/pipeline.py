@@ -15,12 +15,14 @@ model's chat template (`render_raw`), and static_prefix_len is 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
 from gateway.errors import ApiError, bad_request
 from gateway.routing.base import GenerationParams, PreparedPrompt
+from gateway.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.schemas import ChatCompletionRequest
 
 if TYPE_CHECKING:
@@ -100,10 +102,15 @@ def prepare_request(
         token_ids, text, prefix_len, section_tokens = raw_ids, tokenizer.decode(list(raw_ids)), 0, {}
         template_name, version = None, None
         messages = tuple(m for m in raw_body["messages"])
-    check_length(len(token_ids), max_context)
     params = generation_params(body, default_max_tokens)
+    forced = forced_tool_prefix(body)
+    if forced:
+        token_ids += tuple(tokenizer.encode(forced, add_special_tokens=False))
+        text += forced
+        params = replace(params, stop=(*params.stop, TOOL_CALL_CLOSE))
+    check_length(len(token_ids), max_context)
     params = clamp_max_tokens(params, len(token_ids), max_context)
-    prompt = PreparedPrompt(token_ids=token_ids, text=text, messages=messages, static_prefix_len=prefix_len, model=model_id)
+    prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced)
     return PreparedRequest(prompt, params, sections, raw_ids, section_tokens, template_name, version, body.canonicalize)
 
 
@@ -119,6 +126,24 @@ def render_sections(templates: Any, sections: Sections, tokenizer: Any, name: st
         raise bad_request(f"Unknown template {name!r}.", "template", "template_not_found") from exc
     except TemplateError as exc:
         raise bad_request(f"Template {name!r} failed to render: {exc}", "template", "template_error") from exc
+
+
+def forced_tool_prefix(body: ChatCompletionRequest) -> str:
+    """The text the answer must start with for tool_choice "required" or a named function ("" otherwise)."""
+    choice = body.tool_choice
+    if not body.tools or choice in (None, "auto", "none"):
+        return ""
+    names = [(tool.get("function") or {}).get("name") for tool in body.tools]
+    if choice == "required":
+        if len(names) > 1:
+            return TOOL_CALL_OPEN + '{"name": "'
+        choice = {"type": "function", "function": {"name": names[0]}}
+    name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    if not name:
+        raise bad_request("tool_choice must be 'none', 'auto', 'required' or a named function.", "tool_choice")
+    if name not in names:
+        raise bad_request(f"tool_choice names {name!r}, which is not in tools.", "tool_choice")
+    return TOOL_CALL_OPEN + json.dumps({"name": name})[:-1] + ', "arguments": {"'
 
 
 def check_length(num_prompt_tokens: int, max_context: int) -> None:
@@ -137,8 +162,6 @@ def clamp_max_tokens(params: GenerationParams, num_prompt_tokens: int, max_conte
     room = max_context - num_prompt_tokens
     if params.max_tokens <= room:
         return params
-    from dataclasses import replace
-
     return replace(params, max_tokens=room)
 
 

@@ -15,12 +15,17 @@ import json
 import re
 import uuid
 
+TOOL_CALL_OPEN = "<tool_call>\n"
+TOOL_CALL_CLOSE = "</tool_call>"
 OPEN_TAG = "<tool_call>"
 TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
-def parse_tool_calls(text: str) -> list[dict] | None:
-    """OpenAI `tool_calls` entries for a complete answer, or None if it is not a tool call."""
+def parse_tool_calls(text: str, allowed_names: frozenset[str] | None = None) -> list[dict] | None:
+    """OpenAI `tool_calls` entries for a complete answer, or None if it is not a tool call.
+
+    With `allowed_names`, a call to any other function makes the whole answer plain content.
+    """
     stripped = text.strip()
     bodies = TAG_RE.findall(stripped) if stripped.startswith(OPEN_TAG) else [stripped]
     calls: list[dict] = []
@@ -31,7 +36,7 @@ def parse_tool_calls(text: str) -> list[dict] | None:
             return None
         for item in value if isinstance(value, list) else [value]:
             call = to_openai_call(item)
-            if call is None:
+            if call is None or (allowed_names is not None and call["function"]["name"] not in allowed_names):
                 return None
             calls.append(call)
     return calls or None
@@ -53,8 +58,9 @@ def to_openai_call(item: object) -> dict | None:
 class ToolCallDetector:
     """Decides, from the first characters of an answer, whether to stream it or hold it as a possible tool call."""
 
-    def __init__(self, is_enabled: bool) -> None:
+    def __init__(self, is_enabled: bool, tool_names: frozenset[str] | None = None) -> None:
         self.is_enabled = is_enabled
+        self.tool_names = tool_names
         self._buffer = ""
         self._is_holding = False
         self._is_decided = not is_enabled
@@ -81,7 +87,7 @@ class ToolCallDetector:
         """At the end of the answer: (content not yet sent, tool calls or None)."""
         rest, self._buffer = self._buffer, ""
         if self.is_enabled and rest.strip():
-            calls = parse_tool_calls(rest)
+            calls = parse_tool_calls(rest, self.tool_names)
             if calls:
                 return "", calls
         return rest, None

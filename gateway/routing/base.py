@@ -60,6 +60,10 @@ class PreparedPrompt:
       that render their own chat template.
     static_prefix_len: number of leading token_ids shared by every request with
       the same static sections (system, tools, context); affinity hashes them.
+    assistant_prefix: text the answer is forced to start with (e.g. `<tool_call>` when
+      tool_choice requires a call). Its ids are already the last of token_ids; a
+      backend generating from token_ids yields it as its first text. Backends that
+      render `messages` themselves ignore it (they honour params.tool_choice).
     """
 
     token_ids: tuple[int, ...]
@@ -67,6 +71,7 @@ class PreparedPrompt:
     messages: tuple[dict, ...]
     static_prefix_len: int
     model: str
+    assistant_prefix: str = ""
 
     @property
     def num_tokens(self) -> int:

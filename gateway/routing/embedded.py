@@ -44,7 +44,10 @@ class EmbeddedBackend:
         sampling = to_sampling_params(params)
         is_finished = False
         try:
-            async for out in self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id):
+            outputs = self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id)
+            if prompt.assistant_prefix:
+                yield BackendChunk(text=prompt.assistant_prefix)
+            async for out in outputs:
                 error = getattr(out, "error", None)
                 if error is not None:
                     is_finished = True

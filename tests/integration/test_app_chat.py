@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from app_helpers import chat_body, create_tenant, make_settings, sse_payloads, wait_for_log_rows
 from fastapi.testclient import TestClient
@@ -135,3 +137,25 @@ def test_canonicalize_preview_returns_sections_tokens_and_rendered_prompt(client
     assert 0 < preview["static_prefix_len"] < preview["num_tokens"]
     assert sum(preview["section_tokens"].values()) == preview["num_tokens"]
     assert "Paris is the capital of France." in preview["rendered"] and isinstance(preview["lint"], list)
+
+
+def test_named_tool_choice_forces_a_parseable_tool_call(client):
+    tenant = create_tenant(client, "agent")
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
+                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    body = {"model": "default", "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+            "tools": [tool], "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            "max_tokens": 40, "temperature": 0}
+    response = client.post("/v1/chat/completions", json=body, headers=tenant["headers"]).json()
+    choice = response["choices"][0]
+    assert choice["finish_reason"] == "tool_calls", choice
+    call = choice["message"]["tool_calls"][0]
+    assert call["type"] == "function" and call["function"]["name"] == "get_weather"
+    assert isinstance(json.loads(call["function"]["arguments"]), dict)
+    with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}, headers=tenant["headers"]) as streamed:
+        chunks = sse_payloads(streamed.iter_lines())[:-1]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert any(d.get("tool_calls") for d in deltas) and not any(d.get("content") for d in deltas)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    unknown = {**body, "tool_choice": {"type": "function", "function": {"name": "nope"}}}
+    assert client.post("/v1/chat/completions", json=unknown, headers=tenant["headers"]).status_code == 400

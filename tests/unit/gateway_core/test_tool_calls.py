@@ -50,3 +50,11 @@ def test_disabled_detector_passes_everything_through():
     detector = ToolCallDetector(is_enabled=False)
     assert detector.feed('{"name": "f", "arguments": {}}') == '{"name": "f", "arguments": {}}'
     assert detector.finish() == ("", None)
+
+
+def test_calls_to_functions_not_offered_are_plain_content():
+    text = '<tool_call>{"name": "Paris", "arguments": {}}</tool_call>'
+    assert parse_tool_calls(text, frozenset({"get_weather"})) is None
+    detector = ToolCallDetector(is_enabled=True, tool_names=frozenset({"get_weather"}))
+    detector.feed(text)
+    assert detector.finish() == (text, None)
