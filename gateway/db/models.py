@@ -151,13 +151,22 @@ class Pin(Base):
     spec_json: Mapped[str | None] = mapped_column(Text)
 
 
+# Every column the stats queries read: both stats indexes cover them, so the queries scan an
+# index and never the wide table rows (1M-row stats stay under a second on SQLite).
+STATS_COLUMNS = (
+    "status", "template", "miss_cause", "error_code",
+    "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms",
+)
+
+
 class RequestLog(Base):
     """One row per chat request, written off the hot path by the log writer. No prompt text."""
 
     __tablename__ = "request_log"
     __table_args__ = (
-        Index("ix_request_log_tenant_created", "tenant_id", "created_at"),
-        Index("ix_request_log_created", "created_at"),
+        Index("ix_request_log_tenant_created", "tenant_id", "created_at", *STATS_COLUMNS),  # one tenant
+        Index("ix_request_log_created", "created_at", "tenant_id", *STATS_COLUMNS),  # all tenants
+        Index("ix_request_log_tenant_ttft", "tenant_id", "ttft_ms", "created_at"),  # TTFT percentiles
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_uuid)

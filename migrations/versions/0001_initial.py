@@ -150,13 +150,20 @@ def create_request_log() -> None:
         sa.Column("miss_cause", sa.String(length=16), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_request_log")),
     )
-    op.create_index("ix_request_log_tenant_created", "request_log", ["tenant_id", "created_at"])
-    op.create_index("ix_request_log_created", "request_log", ["created_at"])
+    # covering indexes for the stats queries: tenant/time or time/tenant, then every column they read
+    stats_columns = [
+        "status", "template", "miss_cause", "error_code",
+        "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms",
+    ]
+    op.create_index("ix_request_log_tenant_created", "request_log", ["tenant_id", "created_at", *stats_columns])
+    op.create_index("ix_request_log_created", "request_log", ["created_at", "tenant_id", *stats_columns])
+    op.create_index("ix_request_log_tenant_ttft", "request_log", ["tenant_id", "ttft_ms", "created_at"])
 
 
 def downgrade() -> None:
     op.drop_index(op.f("ix_engine_stat_snapshots_created_at"), table_name="engine_stat_snapshots")
     op.drop_table("engine_stat_snapshots")
+    op.drop_index("ix_request_log_tenant_ttft", table_name="request_log")
     op.drop_index("ix_request_log_created", table_name="request_log")
     op.drop_index("ix_request_log_tenant_created", table_name="request_log")
     op.drop_table("request_log")

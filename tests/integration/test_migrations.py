@@ -59,5 +59,4 @@ def test_request_log_has_indexes_for_the_stats_queries(db_url):  # noqa: F811
         indexes = {tuple(ix["column_names"]) for ix in inspect(engine).get_indexes("request_log")}
     finally:
         engine.dispose()
-    assert ("tenant_id", "created_at") in indexes
-    assert ("created_at",) in indexes
+    assert {("tenant_id", "created_at"), ("created_at", "tenant_id")} <= {columns[:2] for columns in indexes}

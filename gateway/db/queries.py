@@ -1,0 +1,246 @@
+"""Stats over the request log, shared by the stats API and the dashboard.
+
+Contract: every function takes a Session and never commits; `since` is inclusive, `until`
+exclusive, both timezone-aware (None = unbounded); `tenant_id=None` means all tenants.
+Rates are token-weighted, computed from stored counts: hit_rate = sum(cached) / sum(prompt);
+raw_hit_rate = sum(shadow_cached) / sum(prompt) over rows that carry a shadow figure; a rate is
+None when its denominator is 0. lost_tokens = prompt - cached.
+
+Speed (1M rows): every query reads only the covering stats indexes (see models.RequestLog), and
+`tenant_stats` makes two index scans in all — one GROUP BY over (bucket, template, miss cause,
+error code) rolled up in Python into every view, and small ones for TTFT percentiles. PostgreSQL
+computes them with percentile_cont; SQLite fetches only the two ranks around each percentile
+through the (tenant_id, ttft_ms, created_at) index — the same exact figure.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import math
+
+from sqlalchemy import Float, bindparam, func, select, text
+from sqlalchemy.orm import Session
+
+from gateway.db.models import RequestLog, Tenant, UtcDateTime
+from gateway.db.rollup import BUCKETS, SUM_KEYS, bucket_start, dimension_columns, finish, rollup, sum_columns
+
+PERCENTILES = {"ttft_p50_ms": 0.5, "ttft_p95_ms": 0.95}
+R = RequestLog
+
+
+def window(tenant_id: int | None, since: datetime | None, until: datetime | None) -> list:
+    conditions = []
+    if tenant_id is not None:
+        conditions.append(R.tenant_id == tenant_id)
+    if since is not None:
+        conditions.append(R.created_at >= since)
+    if until is not None:
+        conditions.append(R.created_at < until)
+    return conditions
+
+
+def aggregate(
+    session: Session,
+    tenant_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    dims: tuple[str, ...] = (),
+    bucket: str = "hour",
+) -> list[dict]:
+    """Raw sums (SUM_KEYS) grouped by `dims` (tenant_id, template, miss_cause, error_code, bucket)."""
+    columns = dimension_columns(session, dims, bucket)
+    query = select(*columns, *sum_columns()).where(*window(tenant_id, since, until))
+    if columns:
+        query = query.group_by(*columns)
+    rows = [dict(row._mapping) for row in session.execute(query)]
+    if "bucket" in dims:
+        for row in rows:
+            row["bucket"] = bucket_start(row["bucket"])
+    return rows
+
+
+def totals(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None) -> dict:
+    """requests, prompt/cached/completion/shadow tokens, errors, hit_rate, raw_hit_rate."""
+    return finish(rollup(aggregate(session, tenant_id, since, until), ())[()])
+
+
+def by_template(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None) -> list[dict]:
+    """Totals per template name (None = no template), busiest first."""
+    return template_rows(aggregate(session, tenant_id, since, until, ("template",)))
+
+
+def hit_rate_series(
+    session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None, bucket: str = "hour"
+) -> list[dict]:
+    """One row per non-empty UTC hour/day, in time order: bucket_start (aware datetime) + totals."""
+    return series_rows(aggregate(session, tenant_id, since, until, ("bucket",), bucket))
+
+
+def lost_tokens_by_cause(
+    session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None
+) -> list[dict]:
+    """Per miss cause (attributed misses only): requests, lost_tokens, share of attributed lost tokens."""
+    return cause_rows(aggregate(session, tenant_id, since, until, ("miss_cause",)))
+
+
+def errors_by_code(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None) -> dict:
+    """{error code: requests} over failed requests ("unknown" where no code was logged)."""
+    return error_counts(aggregate(session, tenant_id, since, until, ("error_code",)))
+
+
+def template_rows(rows: list[dict]) -> list[dict]:
+    out = [{"template": key[0], **finish(sums)} for key, sums in rollup(rows, ("template",)).items()]
+    return sorted(out, key=lambda row: (-row["requests"], row["template"] or ""))
+
+
+def series_rows(rows: list[dict]) -> list[dict]:
+    grouped = rollup(rows, ("bucket",))
+    return [{"bucket_start": key[0], **finish(grouped[key])} for key in sorted(grouped)]
+
+
+def cause_rows(rows: list[dict]) -> list[dict]:
+    grouped = rollup([row for row in rows if row["miss_cause"] is not None], ("miss_cause",))
+    out = [
+        {"cause": key[0], "requests": sums["requests"], "lost_tokens": sums["prompt_tokens"] - sums["cached_tokens"]}
+        for key, sums in grouped.items()
+    ]
+    total = sum(row["lost_tokens"] for row in out)
+    for row in out:
+        row["share"] = row["lost_tokens"] / total if total else None
+    return sorted(out, key=lambda row: (-row["lost_tokens"], row["cause"]))
+
+
+def error_counts(rows: list[dict]) -> dict:
+    grouped = rollup([row for row in rows if row["error_code"] is not None], ("error_code",))
+    return {key[0]: sums["requests"] for key, sums in sorted(grouped.items())}
+
+
+def ttft_percentiles(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None) -> dict:
+    """{"ttft_p50_ms", "ttft_p95_ms"} over requests with a TTFT (None when there are none), exact
+    (percentile_cont: linear interpolation between the two nearest ranks) on both backends."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgres_percentiles(session, tenant_id, since, until, per_tenant=False).get(None, empty_percentiles())
+    conditions = [*window(tenant_id, since, until), R.ttft_ms.is_not(None)]
+    num_values = session.scalar(select(func.count()).where(*conditions))
+    return ranked_percentiles(session, tenant_id, since, until, num_values)
+
+
+def ttft_percentiles_by_tenant(
+    session: Session, since: datetime | None, until: datetime | None, counts: dict[int, int] | None = None
+) -> dict[int, dict]:
+    """Percentiles per tenant; `counts` (tenant -> rows with a TTFT in the window) saves a scan."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgres_percentiles(session, None, since, until, per_tenant=True)
+    if counts is None:
+        query = select(R.tenant_id, func.count(R.ttft_ms)).where(*window(None, since, until)).group_by(R.tenant_id)
+        counts = dict(session.execute(query).tuples().all())
+    return {
+        tenant_id: ranked_percentiles(session, tenant_id, since, until, count)
+        for tenant_id, count in counts.items()
+        if count and tenant_id is not None
+    }
+
+
+def ranked_percentiles(
+    session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None, num_values: int
+) -> dict:
+    """SQLite: fetch just the two ranks around each percentile (ORDER BY ttft_ms LIMIT 2 OFFSET k),
+    walking the (tenant_id, ttft_ms, created_at) index in order instead of sorting the window."""
+    out = empty_percentiles()
+    if not num_values:
+        return out
+    for key, fraction in PERCENTILES.items():
+        position = fraction * (num_values - 1)
+        lower = math.floor(position)
+        values = list(session.scalars(rank_query(tenant_id, since, until), {"offset": lower}))
+        upper_value = values[1] if len(values) > 1 else values[0]
+        out[key] = values[0] + (upper_value - values[0]) * (position - lower)
+    return out
+
+
+def rank_query(tenant_id: int | None, since: datetime | None, until: datetime | None):
+    """Textual SQL only because SQLAlchemy cannot render SQLite's INDEXED BY (the planner, left
+    alone, sorts the whole window instead: ~10x slower at 1M rows)."""
+    clauses, params = ["ttft_ms IS NOT NULL"], []
+    if tenant_id is not None:
+        clauses.append("tenant_id = :tenant_id")
+        params.append(bindparam("tenant_id", tenant_id))
+    if since is not None:
+        clauses.append("created_at >= :since")
+        params.append(bindparam("since", since, type_=UtcDateTime()))
+    if until is not None:
+        clauses.append("created_at < :until")
+        params.append(bindparam("until", until, type_=UtcDateTime()))
+    hint = "INDEXED BY ix_request_log_tenant_ttft " if tenant_id is not None else ""
+    sql = f"SELECT ttft_ms FROM request_log {hint}WHERE {' AND '.join(clauses)} ORDER BY ttft_ms LIMIT 2 OFFSET :offset"
+    return text(sql).bindparams(*params).columns(ttft_ms=Float())
+
+
+def postgres_percentiles(
+    session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None, *, per_tenant: bool
+) -> dict[int | None, dict]:
+    group = [R.tenant_id] if per_tenant else []
+    columns = [func.percentile_cont(p).within_group(R.ttft_ms).label(k) for k, p in PERCENTILES.items()]
+    query = select(*group, *columns).where(*window(tenant_id, since, until), R.ttft_ms.is_not(None))
+    return {
+        (row.tenant_id if per_tenant else None): {k: row._mapping[k] for k in PERCENTILES}
+        for row in session.execute(query.group_by(*group))
+        if row._mapping["ttft_p50_ms"] is not None
+    }
+
+
+def empty_percentiles() -> dict:
+    return dict.fromkeys(PERCENTILES)
+
+
+def tenant_stats(
+    session: Session, tenant_id: int, since: datetime | None, until: datetime | None, bucket: str = "hour"
+) -> dict:
+    """Everything GET /v1/stats returns for one tenant over [since, until) (JSON-ready but datetimes)."""
+    rows = aggregate(session, tenant_id, since, until, ("bucket", "template", "miss_cause", "error_code"), bucket)
+    return {
+        "tenant_id": tenant_id,
+        "since": since,
+        "until": until,
+        "bucket": bucket,
+        **finish(rollup(rows, ())[()]),
+        **ttft_percentiles(session, tenant_id, since, until),
+        "errors_by_code": error_counts(rows),
+        "by_template": template_rows(rows),
+        "series": series_rows(rows),
+        "lost_tokens_by_cause": cause_rows(rows),
+    }
+
+
+def all_tenant_stats(session: Session, since: datetime | None, until: datetime | None) -> list[dict]:
+    """Per tenant with traffic in the window (GET /admin/stats): tenant name, totals, TTFT p50/p95."""
+    grouped = rollup(aggregate(session, None, since, until, ("tenant_id",)), ("tenant_id",))
+    counts = {key[0]: sums["ttft_requests"] for key, sums in grouped.items()}
+    tenant_ids = [key[0] for key in grouped if key[0] is not None]
+    names = {tid: name for tid, name in session.execute(select(Tenant.id, Tenant.name).where(Tenant.id.in_(tenant_ids)))}
+    percentiles = ttft_percentiles_by_tenant(session, since, until, counts)
+    empty = empty_percentiles()
+    out = [
+        {"tenant_id": key[0], "tenant": names.get(key[0]), **finish(sums), **percentiles.get(key[0], empty)}
+        for key, sums in grouped.items()
+    ]
+    return sorted(out, key=lambda row: (row["tenant"] or "", row["tenant_id"] or 0))
+
+
+__all__ = [
+    "BUCKETS",
+    "PERCENTILES",
+    "SUM_KEYS",
+    "aggregate",
+    "all_tenant_stats",
+    "by_template",
+    "errors_by_code",
+    "hit_rate_series",
+    "lost_tokens_by_cause",
+    "tenant_stats",
+    "totals",
+    "ttft_percentiles",
+    "ttft_percentiles_by_tenant",
+    "window",
+]

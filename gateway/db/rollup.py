@@ -1,0 +1,88 @@
+"""Building blocks of the stats queries: the SQL sums, the grouping dimensions (including portable
+UTC hour/day buckets), and the Python roll-up of grouped sums into coarser groups and rates."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import case, func, literal_column
+from sqlalchemy.orm import Session
+
+from gateway.db.models import RequestLog as R
+
+BUCKETS = ("hour", "day")
+SUM_KEYS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "shadow_cached_tokens",
+            "shadow_prompt_tokens", "errors", "ttft_requests")
+
+
+def sum_columns() -> list:
+    """Labelled aggregates, one per SUM_KEYS entry; additive, so groups roll up by addition."""
+    has_shadow = R.shadow_cached_tokens.is_not(None)
+    return [
+        func.count().label("requests"),
+        func.coalesce(func.sum(R.prompt_tokens), 0).label("prompt_tokens"),
+        func.coalesce(func.sum(R.cached_tokens), 0).label("cached_tokens"),
+        func.coalesce(func.sum(R.completion_tokens), 0).label("completion_tokens"),
+        func.coalesce(func.sum(R.shadow_cached_tokens), 0).label("shadow_cached_tokens"),
+        func.coalesce(func.sum(case((has_shadow, R.prompt_tokens), else_=0)), 0).label("shadow_prompt_tokens"),
+        func.coalesce(func.sum(case((R.status != "ok", 1), else_=0)), 0).label("errors"),
+        func.count(R.ttft_ms).label("ttft_requests"),
+    ]
+
+
+def dimension_columns(session: Session, dims: tuple[str, ...], bucket: str) -> list:
+    """Labelled GROUP BY expressions for `dims`; error_code is NULL for successful requests."""
+    expressions = {
+        "tenant_id": lambda: R.tenant_id,
+        "template": lambda: R.template,
+        "miss_cause": lambda: R.miss_cause,
+        "error_code": lambda: case((R.status != "ok", func.coalesce(R.error_code, "unknown")), else_=None),
+        "bucket": lambda: bucket_expression(session, bucket),
+    }
+    unknown = set(dims) - set(expressions)
+    if unknown:
+        raise ValueError(f"unknown dimensions {sorted(unknown)}; choose from {sorted(expressions)}")
+    return [expressions[dim]().label(dim) for dim in dims]
+
+
+def bucket_expression(session: Session, bucket: str):
+    """The UTC hour/day a row falls in: text prefix on SQLite, date_trunc on PostgreSQL."""
+    if bucket not in BUCKETS:
+        raise ValueError(f"bucket must be one of {BUCKETS}, got {bucket!r}")
+    name = session.get_bind().dialect.name
+    if name == "sqlite":  # stored as 'YYYY-MM-DD HH:MM:SS.ffffff', naive UTC
+        return func.substr(R.created_at, 1, 13 if bucket == "hour" else 10)
+    if name == "postgresql":
+        return func.date_trunc(bucket, R.created_at.op("AT TIME ZONE")(literal_column("'UTC'")))
+    raise ValueError(f"time buckets are implemented for sqlite and postgresql, not {name}")
+
+
+def bucket_start(value: str | datetime) -> datetime:
+    """A bucket value as the aware UTC datetime the bucket starts at."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value + (":00" if len(value) == 13 else ""))
+    return value.replace(tzinfo=timezone.utc)
+
+
+def rollup(rows: list[dict], key_dims: tuple[str, ...]) -> dict[tuple, dict[str, int]]:
+    """Add up SUM_KEYS of `rows` per distinct value of `key_dims` (() = one grand total, always present)."""
+    grouped: dict[tuple, dict[str, int]] = {} if key_dims else {(): dict.fromkeys(SUM_KEYS, 0)}
+    for row in rows:
+        key = tuple(row[dim] for dim in key_dims)
+        sums = grouped.setdefault(key, dict.fromkeys(SUM_KEYS, 0))
+        for name in SUM_KEYS:
+            sums[name] += int(row[name])
+    return grouped
+
+
+def finish(sums: dict[str, int]) -> dict:
+    """Counts plus token-weighted rates (None when the denominator is 0)."""
+    out = {name: sums[name] for name in SUM_KEYS if name not in ("shadow_prompt_tokens", "ttft_requests")}
+    out["hit_rate"] = ratio(sums["cached_tokens"], sums["prompt_tokens"])
+    out["raw_hit_rate"] = ratio(sums["shadow_cached_tokens"], sums["shadow_prompt_tokens"])
+    out["lost_tokens"] = sums["prompt_tokens"] - sums["cached_tokens"]
+    return out
+
+
+def ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
