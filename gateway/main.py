@@ -119,11 +119,8 @@ def build_backends(gw: GatewayState):
 
 async def rewarm_pins(gw: GatewayState) -> None:
     """Prefill and pin every stored, live pin again (the engine's cache starts empty)."""
-    try:
-        from gateway.pins import rewarm_pins as rewarm
-    except ImportError:
-        log.warning("gateway.pins.rewarm_pins is not available yet; stored pins are not re-warmed")
-        return
+    from gateway.pins import rewarm_pins as rewarm
+
     try:
         await rewarm(gw)
     except Exception:  # a pin that cannot be re-warmed must not keep the server down
