@@ -22,7 +22,6 @@ from sqlalchemy.engine import make_url
 from gateway.db import dashboard_queries as dq
 from gateway.db import queries as shared
 from gateway.db.doctor import diagnose
-from gateway.db.prefix_reuse import attainable_tokens, estimate_prefix_tokens
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
 
 TTL_S = 60
@@ -75,29 +74,15 @@ def load_overview(url: str, since: datetime | None, until: datetime | None) -> p
     """Per tenant with traffic: totals, hit / raw-order / attainable rates, prefill time saved."""
     with session_factory(url)() as session:
         stats = pd.DataFrame(shared.all_tenant_stats(session, since, until))
-        rows = dq.fetch_log_rows(session, None, since, until)
+        attainable = dq.attainable_by_tenant(session, since, until)
+        ms_per_token = dq.prefill_ms_per_token(session, since, until)
     if stats.empty:
         return stats
-    by_tenant: dict = {}
-    for row in rows:
-        by_tenant.setdefault(row.tenant_id, []).append(row)
-    attainable = {tid: sum(attainable_tokens(rs, estimate_prefix_tokens(rs))) for tid, rs in by_tenant.items()}
     stats["attainable_tokens"] = stats["tenant_id"].map(attainable).fillna(0).astype(int)
     stats["attainable_hit_rate"] = stats["attainable_tokens"] / stats["prompt_tokens"].where(stats["prompt_tokens"] > 0)
     stats["tenant"] = stats["tenant"].fillna(stats["tenant_id"].map(lambda tid: f"tenant {tid}"))
-    stats["prefill_s_saved"] = stats["cached_tokens"] * prefill_ms_per_token(rows) / 1000
+    stats["prefill_s_saved"] = stats["cached_tokens"] * ms_per_token / 1000
     return stats
-
-
-def prefill_ms_per_token(rows) -> float:
-    """Median TTFT per uncached prompt token over completed misses: the cost model
-    'prefill time ~ uncached tokens' fitted to this window (0 when nothing to fit)."""
-    costs = [
-        row.ttft_ms / (row.prompt_tokens - row.cached_tokens)
-        for row in rows
-        if row.status == "ok" and row.ttft_ms and row.prompt_tokens - row.cached_tokens > 0
-    ]
-    return float(pd.Series(costs).median()) if costs else 0.0
 
 
 @st.cache_data(ttl=TTL_S)

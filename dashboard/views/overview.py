@@ -40,8 +40,8 @@ with st.expander("What do these rates mean?"):
         "- **Attainable**: tokens of requests whose static prefix (system + tools + context) was already "
         "seen earlier in this window, as if every request were canonical and the cache unbounded. "
         "The gap to *Actual* is eviction and client layout; first sightings are not counted.\n"
-        "- **Prefill time saved**: cached tokens x the median TTFT per uncached token of this window "
-        "(model: prefill time ~ uncached tokens)."
+        "- **Prefill time saved**: cached tokens x (total TTFT / total uncached prompt tokens) of this "
+        "window's completed requests (model: prefill time ~ uncached tokens)."
     )
 
 st.subheader("Hit rate over time")

@@ -82,6 +82,18 @@ def test_overview_shows_each_tenants_seeded_hit_rates(seeded_url, expected, monk
     assert metric(app, "Prompt tokens saved") == f"{total_cached:,}"
     assert metric(app, "Hit rate (token-weighted)") == f"{total_cached / sum(s['prompt'] for s in expected.values()):.1%}"
     assert num_charts(app) == 2
+    # prefill time saved: cached tokens x (sum TTFT / sum uncached tokens) over completed misses
+    assert table["prefill_s_saved"].sum() == pytest.approx(total_cached * expected_ms_per_token(seeded_url) / 1000)
+
+
+def expected_ms_per_token(url: str) -> float:
+    engine = make_engine(url)
+    uncached = RequestLog.prompt_tokens - RequestLog.cached_tokens
+    query = select(func.sum(RequestLog.ttft_ms), func.sum(uncached)).where(RequestLog.status == "ok", uncached > 0)
+    with make_session_factory(engine)() as session:
+        total_ms, total_tokens = session.execute(query).one()
+    engine.dispose()
+    return total_ms / total_tokens
 
 
 def test_tenant_page_shows_the_tenants_numbers_and_pins(seeded_url, expected, monkeypatch):

@@ -133,3 +133,23 @@ def test_attainable_counts_only_repeats_of_a_static_prefix():
     # key b never hit: the tenant's median prefix/prompt ratio (0.64) of its shortest prompt
     assert estimate.tokens_by_key[("b", None, None)] == 64 and not estimate.is_assumed
     assert attainable_tokens(rows, estimate) == [0, 64, 64, 0]
+
+
+def test_sql_attainable_matches_the_python_definition(session):
+    from gateway.db.dashboard_queries import attainable_by_tenant, fetch_log_rows
+
+    by_tenant: dict[int, list[LogRow]] = {}
+    for row in fetch_log_rows(session, None):
+        if row.prompt_tokens > 0:
+            by_tenant.setdefault(row.tenant_id, []).append(row)
+    expected = {tid: sum(attainable_tokens(rows)) for tid, rows in by_tenant.items()}
+    assert attainable_by_tenant(session, None, None) == expected
+    assert len(expected) == len(EXPECTED_TOP_CAUSE)
+
+
+def test_prefill_cost_is_ttft_per_uncached_token(session):
+    from gateway.db.dashboard_queries import fetch_log_rows, prefill_ms_per_token
+
+    rows = [r for r in fetch_log_rows(session, None) if r.status == "ok" and r.prompt_tokens > r.cached_tokens]
+    expected = sum(r.ttft_ms for r in rows) / sum(r.prompt_tokens - r.cached_tokens for r in rows)
+    assert prefill_ms_per_token(session, None, None) == pytest.approx(expected)
