@@ -44,6 +44,8 @@ def serve(
 
     log.info("migrating %s", safe_url(settings.db_url))
     upgrade(settings.db_url)
+    # The dashboard's Engine page reads live cache gauges from this gateway's /metrics.
+    os.environ.setdefault("RADIXGATE_GATEWAY_URL", f"http://{settings.host}:{settings.port}")
     dashboard_process = start_dashboard(settings.db_url, settings.dashboard_port) if with_dashboard else None
     log_urls(settings, with_dashboard)
     try:
