@@ -4,7 +4,8 @@ so several apps in one test process never collide).
 Series (all prefixed `radixgate_`):
   requests_total{tenant,status}          prompt_tokens_total{tenant}    cached_tokens_total{tenant}
   ttft_seconds / latency_seconds          histograms (no tenant label: bounded cardinality)
-  engine_cached_tokens, engine_pinned_tokens, engine_evictable_tokens, engine_evictions   gauges, engine snapshot
+  engine_cached_tokens, engine_pinned_tokens, engine_evictable_tokens, engine_evictions (evicted nodes),
+  engine_evicted_tokens                   gauges: a snapshot of Engine.stats() (its "cache" dict)
   log_queue_depth (gauge), log_dropped_rows_total (counter)
 """
 
@@ -20,7 +21,8 @@ ENGINE_GAUGES = {
     "cached_tokens": ("cached_tokens", "num_cached_tokens"),
     "pinned_tokens": ("pinned_tokens", "num_pinned_tokens"),
     "evictable_tokens": ("evictable_tokens", "num_evictable_tokens"),
-    "evictions": ("evictions", "num_evictions", "evicted_pages", "num_evicted_pages"),
+    "evictions": ("evictions", "num_evictions", "evicted_nodes"),
+    "evicted_tokens": ("evicted_tokens", "num_evicted_tokens"),
 }
 
 
