@@ -10,11 +10,13 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
 
 from gateway.db import RequestLog, make_engine, make_session_factory, migrate, queries
 from gateway.db.log_row import column_defaults
@@ -166,3 +168,31 @@ def time_queries(url: str, end: datetime, days: int, repeats: int = 3) -> dict[s
     finally:
         engine.dispose()
     return results
+
+
+def create_scratch_database(server_url: str) -> str:
+    """A new, uniquely named PostgreSQL database on the server at `server_url`; returns its URL."""
+    name = f"radixgate_bench_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_scratch_database(server_url: str, url: str) -> None:
+    admin = make_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def run_backend(url: str, num_rows: int, num_tenants: int, days: int, repeats: int) -> dict:
+    """Seed an empty database at `url` and time the stats queries over it."""
+    end = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    seed_s = seed(url, num_rows, num_tenants, days, end)
+    return {"seed_s": round(seed_s, 2), "queries": time_queries(url, end, days, repeats)}
