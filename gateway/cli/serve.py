@@ -46,7 +46,10 @@ def serve(
     upgrade(settings.db_url)
     # The dashboard's Engine page reads live cache gauges from this gateway's /metrics.
     os.environ.setdefault("RADIXGATE_GATEWAY_URL", f"http://{settings.host}:{settings.port}")
-    dashboard_process = start_dashboard(settings.db_url, settings.dashboard_port) if with_dashboard else None
+    dashboard_process = (
+        start_dashboard(settings.db_url, settings.dashboard_port, settings.host, gateway_url(settings))
+        if with_dashboard else None
+    )
     log_urls(settings, with_dashboard)
     try:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
@@ -58,12 +61,14 @@ def serve(
 def dashboard(
     db: str = typer.Option(None, "--db", help="Database URL (default: RADIXGATE_DB_URL or sqlite:///./radixgate.db)."),
     port: int = typer.Option(None, "--port", help="Dashboard port (default 8501)."),
+    host: str = typer.Option(None, "--host", help="Address to bind (default 127.0.0.1)."),
+    gateway: str = typer.Option(None, "--gateway", help="Gateway base URL for live engine metrics, e.g. http://127.0.0.1:8000."),
 ) -> None:
     """Run the Streamlit dashboard over the gateway's database (in the foreground)."""
-    settings = load_settings(db_url=db, dashboard_port=port)
+    settings = load_settings(db_url=db, dashboard_port=port, host=host)
     configure_logging(settings.log_level)
-    process = start_dashboard(settings.db_url, settings.dashboard_port)
-    typer.echo(f"dashboard: http://127.0.0.1:{settings.dashboard_port}")
+    process = start_dashboard(settings.db_url, settings.dashboard_port, settings.host, gateway)
+    typer.echo(f"dashboard: http://{settings.host}:{settings.dashboard_port}")
     try:
         raise typer.Exit(process.wait())
     except KeyboardInterrupt:
@@ -82,23 +87,30 @@ def load_settings(*, model: str | None = None, **overrides: Any):
 
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
-def dashboard_command(port: int) -> list[str]:
+def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
     import dashboard as dashboard_pkg
 
     app_path = Path(dashboard_pkg.__file__).resolve().parent / "app.py"
     return [
         sys.executable, "-m", "streamlit", "run", str(app_path),
-        "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        "--server.port", str(port), "--server.address", host,
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
     ]
 
 
-def start_dashboard(db_url: str, port: int) -> subprocess.Popen:
-    """Start `streamlit run dashboard/app.py` on `port`, reading the same database (RADIXGATE_DB_URL)."""
+def start_dashboard(
+    db_url: str, port: int, host: str = "127.0.0.1", gateway_url: str | None = None
+) -> subprocess.Popen:
+    """Start `streamlit run dashboard/app.py` on `port`, reading the same database (RADIXGATE_DB_URL)
+    and, when given, the gateway's live /metrics (RADIXGATE_GATEWAY_URL)."""
     env = {**os.environ, "RADIXGATE_DB_URL": db_url}
+    if gateway_url:
+        env["RADIXGATE_GATEWAY_URL"] = gateway_url
     log.info("starting dashboard on port %d", port)
-    return subprocess.Popen(dashboard_command(port), env=env)
+    return subprocess.Popen(dashboard_command(port, host), env=env)
 
 
 def stop_process(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
@@ -112,8 +124,13 @@ def stop_process(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
         process.wait()
 
 
+def gateway_url(settings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
 def log_urls(settings, with_dashboard: bool) -> None:
-    base = f"http://{settings.host}:{settings.port}"
+    base = gateway_url(settings)
     log.info("OpenAI-compatible API: %s/v1  (POST %s/v1/chat/completions)", base, base)
     log.info("API docs: %s/docs   metrics: %s/metrics", base, base)
     if with_dashboard:
