@@ -103,8 +103,8 @@ def pin_hits(pins: pd.DataFrame) -> alt.Chart:
     )
 
 
-def engine_tokens(snapshots: pd.DataFrame) -> alt.Chart:
-    """Cached, pinned and evictable tokens over time (one line each)."""
+def engine_tokens(snapshots: pd.DataFrame, time_format: str | None = None) -> alt.Chart:
+    """Cached, pinned and evictable tokens over time (one line each); `time_format` for the x axis."""
     long = snapshots.melt(
         id_vars=["created_at"], value_vars=["cached_tokens", "pinned_tokens", "evictable_tokens"],
         var_name="kind", value_name="tokens",
@@ -113,7 +113,7 @@ def engine_tokens(snapshots: pd.DataFrame) -> alt.Chart:
         alt.Chart(long)
         .mark_line(point=True)
         .encode(
-            x=alt.X("created_at:T", title=None),
+            x=alt.X("created_at:T", title=None, axis=alt.Axis(format=time_format) if time_format else alt.Undefined),
             y=alt.Y("tokens:Q", title="Tokens"),
             color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top")),
             tooltip=["kind", "tokens", alt.Tooltip("created_at:T")],
@@ -122,7 +122,7 @@ def engine_tokens(snapshots: pd.DataFrame) -> alt.Chart:
     )
 
 
-def evictions_over_time(snapshots: pd.DataFrame) -> alt.Chart:
+def evictions_over_time(snapshots: pd.DataFrame, time_format: str | None = None) -> alt.Chart:
     """Evictions per interval between snapshots (the snapshot counter is cumulative; resets clip to 0)."""
     frame = snapshots.sort_values("created_at").assign(
         evictions=lambda f: f["num_evictions"].diff().fillna(0).clip(lower=0)
@@ -131,7 +131,7 @@ def evictions_over_time(snapshots: pd.DataFrame) -> alt.Chart:
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("created_at:T", title=None),
+            x=alt.X("created_at:T", title=None, axis=alt.Axis(format=time_format) if time_format else alt.Undefined),
             y=alt.Y("evictions:Q", title="Evictions per interval"),
             tooltip=[alt.Tooltip("created_at:T"), "evictions", "num_evictions"],
         )

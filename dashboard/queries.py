@@ -138,7 +138,7 @@ def load_engine_snapshots(url: str, since: datetime | None, until: datetime | No
     return pd.DataFrame(rows, columns=columns)
 
 
-@st.cache_data(ttl=5)
+@st.cache_data(ttl=2)
 def load_live_engine_stats(base_url: str) -> dict | None:
     """The gateway's engine gauges from its /metrics endpoint; None when unreachable."""
     try:

@@ -188,4 +188,5 @@ def test_engine_page_warns_when_the_gateway_is_unreachable(tmp_path, monkeypatch
     app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
     app.switch_page("views/engine.py").run()
     assert not app.exception
-    assert "did not answer" in app.warning[0].value and app.info
+    assert "did not answer" in app.warning[0].value
+    assert any("No stored engine snapshots" in c.value for c in app.caption)
