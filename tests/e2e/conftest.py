@@ -13,9 +13,7 @@ environment variables. Its output goes to server.log beside the database.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,15 +22,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from server_process import RADIXGATE, free_port
+
 ADMIN_KEY = "sk-e2e-admin"
 STARTUP_TIMEOUT_S = 240
-RADIXGATE = Path(sys.executable).with_name("radixgate")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
