@@ -101,6 +101,29 @@ class RadixCache(RadixPins):
             node = child
         return MatchResult(b"".join(parts), pos >> 2, node)
 
+    def peek_prefix(self, namespace: Hashable, tokens) -> tuple[list[int], int]:
+        """(pages, length) of the longest cached page-aligned prefix, read-only.
+
+        Unlike match_prefix it never splits, refreshes LRU times or counts hits.
+        """
+        data = token_bytes(tokens)
+        state = self._namespaces.get(namespace)
+        pb = self._page_bytes
+        end = len(data) - len(data) % pb
+        node = state.root if state else None
+        pos = 0
+        parts = []
+        while node is not None and node.children and pos < end:
+            child = node.children.get(data[pos : pos + pb])
+            if child is None:
+                break
+            key = child.key
+            size = len(key) if data.startswith(key, pos) else common_prefix_bytes(data, pos, key, pb)
+            parts.append(child.pages[: size // self.page_size])
+            pos += size
+            node = child if size == len(key) else None
+        return memoryview(b"".join(parts)).cast("i").tolist(), pos >> 2
+
     def insert(self, namespace: Hashable, tokens, pages) -> int:
         """Cache tokens[: len(pages) * page_size]; returns the number of new tokens."""
         page_ids = page_ids_to_bytes(pages)
