@@ -239,3 +239,12 @@ def test_evictable_tokens_track_locks():
     assert cache.num_evictable_pages == 0
     cache.unlock(node)
     assert cache.num_evictable_pages == 3
+
+
+def test_uncounted_match_adds_no_hits_or_pin_hits():
+    pool, cache = make_cache()
+    cache_tokens(cache, pool, "a", [1, 2])
+    pin_id = cache.pin("a", [1, 2])
+    before = cache.stats()["namespaces"]["a"]
+    assert cache.match_prefix("a", [1, 2, 3], is_counted=False).length == 2
+    assert cache.stats()["namespaces"]["a"] == before and cache.pin_info(pin_id)["hits"] == 0
