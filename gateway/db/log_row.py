@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
+from sqlalchemy import String
+
 from gateway.db.models import REQUEST_LOG_COLUMNS, RequestLog
 
 LIST_COLUMNS = ("sections_found", "dynamic_patterns")
@@ -23,11 +25,22 @@ def column_defaults() -> dict[str, object]:
     return defaults
 
 
+def string_lengths() -> dict[str, int]:
+    """Declared maximum length of each bounded string column."""
+    return {
+        column.name: column.type.length
+        for column in RequestLog.__table__.columns
+        if isinstance(column.type, String) and column.type.length
+    }
+
+
 class RowNormalizer:
-    """Turns a caller's row dict into a full, insertable row; unknown keys are reported, not inserted."""
+    """Turns a caller's row dict into a full, insertable row; unknown keys are reported, not inserted.
+    Over-long strings are cut to the column's length (PostgreSQL would reject the whole row)."""
 
     def __init__(self) -> None:
         self._defaults = column_defaults()
+        self._lengths = string_lengths()
 
     def normalize(self, row: dict) -> tuple[dict, set[str]]:
         """Return (full row, unknown keys). Raises ValueError/TypeError on a value that cannot be fixed."""
@@ -39,6 +52,10 @@ class RowNormalizer:
         for key in LIST_COLUMNS:
             if isinstance(full[key], (list, tuple, set)):
                 full[key] = ",".join(str(item) for item in full[key])
+        for key, length in self._lengths.items():
+            value = full[key]
+            if isinstance(value, str) and len(value) > length:
+                full[key] = value[:length]
         return full, unknown
 
 

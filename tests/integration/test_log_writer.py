@@ -118,6 +118,17 @@ def test_rejected_row_is_dropped_and_the_rest_of_its_batch_written(factory):
     assert len(stored_ids(factory)) == 9 and writer.num_dropped == 1
 
 
+def test_over_long_strings_are_cut_to_the_column_length(factory):
+    writer = LogWriter(factory, flush_interval_s=60.0)
+    writer.start()
+    row = make_row(1, dynamic_patterns="x" * 2000, error_code="e" * 100)
+    writer.enqueue(row)
+    writer.stop(flush=True)
+    with factory() as session:
+        stored = session.get(RequestLog, row["id"])
+    assert (len(stored.dynamic_patterns), len(stored.error_code)) == (512, 64)
+
+
 def test_unusable_row_is_refused_without_raising(factory):
     writer = LogWriter(factory)
     assert writer.enqueue({"created_at": "yesterday"}) is False
