@@ -1,0 +1,31 @@
+"""Fixtures for the engine unit tests: engines over a fake runner (see fake_runner.py)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fake_runner import FakeRunner  # noqa: E402
+
+from engine import Engine, EngineConfig  # noqa: E402
+
+
+@pytest.fixture
+def make_engine():
+    """make_engine(num_pages=..., page_size=..., **config) -> a started Engine; checked for leaks after."""
+    engines = []
+
+    def make(num_pages: int = 256, page_size: int = 4, **overrides) -> Engine:
+        runner = FakeRunner(num_pages, page_size)
+        config = EngineConfig(model="fake", page_size=page_size, num_pages=num_pages, **overrides)
+        engine = Engine(config, runner=runner).start()
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.shutdown()
+        engine.flush_cache()
+        assert engine.pool.num_free_pages == engine.pool.num_pages, "pages leaked"

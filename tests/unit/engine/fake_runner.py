@@ -1,0 +1,65 @@
+"""A tiny fake ModelRunner for unit tests of the scheduler around it (never for must-show tests).
+
+It stores each token's id and position in the real KVPool at the slots the
+scheduler chose, and its "logits" pick next = f(every token the sequence
+attends to, read back from the pool). Any page-table mistake (wrong page,
+stale page, missing prefix) changes the output, so comparing with
+reference_greedy() checks the scheduler's KV bookkeeping end to end.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.errors import EngineError
+from engine.kv_pool import KVPool
+
+VOCAB = 101
+POISON_TOKEN = 100  # a prompt containing it makes forward raise
+
+
+def next_token(tokens: list[int]) -> int:
+    return sum((i + 1) * t for i, t in enumerate(tokens)) % (VOCAB - 1)
+
+
+def reference_greedy(prompt: list[int], num_tokens: int) -> list[int]:
+    tokens = list(prompt)
+    for _ in range(num_tokens):
+        tokens.append(next_token(tokens))
+    return tokens[len(prompt):]
+
+
+class FakeLoadedModel:
+    tokenizer = None
+    model_id = "fake"
+    max_context = 4096
+    eos_token_ids: list[int] = []
+
+
+class FakeRunner:
+    def __init__(self, num_pages: int = 256, page_size: int = 4) -> None:
+        self.pool = KVPool(num_pages, page_size, num_layers=1, num_kv_heads=1, head_dim=2)
+        self.device = torch.device("cpu")
+        self.loaded_model = FakeLoadedModel()
+        self.num_forwards = 0
+        self.batch_sizes: list[int] = []
+
+    def forward(self, batch) -> torch.Tensor:
+        batch.validate()
+        self.num_forwards += 1
+        self.batch_sizes.append(batch.num_seqs)
+        if (batch.input_ids == POISON_TOKEN).any():
+            raise EngineError("poisoned batch")
+        kv = self.pool.k_cache[0]  # (num_slots, 1, 2): token id, position
+        kv[batch.out_slots, 0, 0] = batch.input_ids.float()
+        kv[batch.out_slots, 0, 1] = batch.positions.float()
+        rows = []
+        for i in batch.resolve_logit_rows():
+            context = kv[batch.seq_kv_slots[i], 0]
+            positions = context[:, 1].long().tolist()
+            if positions != list(range(len(positions))):
+                raise EngineError(f"sequence {i} attends to positions {positions}")
+            row = torch.zeros(VOCAB)
+            row[next_token(context[:, 0].long().tolist())] = 1.0
+            rows.append(row)
+        return torch.stack(rows) if rows else torch.zeros(0, VOCAB)
