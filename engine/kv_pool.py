@@ -149,6 +149,18 @@ class KVPool:
             released = self._free_repeated(ids)
         self._free_stack += released.tobytes()
 
+    def release_unique(self, page_bytes: bytes) -> None:
+        """free() for a caller that holds one reference to each of these distinct pages.
+
+        The radix cache's eviction path: its pages are distinct and referenced
+        by construction (an invariant the property test checks), so the
+        duplicate and range checks are skipped.
+        """
+        ids = np.frombuffer(page_bytes, dtype=np.int32)
+        new = self._refcounts[ids] - 1
+        self._refcounts[ids] = new
+        self._free_stack += ids[new == 0].tobytes()
+
     def _free_repeated(self, ids: np.ndarray) -> np.ndarray:
         uniq, times = np.unique(ids, return_counts=True)
         if (self._refcounts[uniq] < times).any():

@@ -132,8 +132,6 @@ class RadixCache(RadixPins):
         data = token_bytes(tokens)
         if len(data) < end:
             raise ValueError(f"{len(page_ids) >> 2} pages need {end >> 2} tokens, got {len(data) >> 2}")
-        if len(data) > end:
-            data = data[:end]
         state = self._namespace(namespace)
         self._clock += 1
         now = self._clock
@@ -144,11 +142,11 @@ class RadixCache(RadixPins):
             children = node.children
             child = children.get(data[pos : pos + pb]) if children else None
             if child is None:
-                node = self._add_leaf(node, data[pos:] if pos else data, page_ids[ppos:], now)
+                node = self._add_leaf(node, data[pos:end], page_ids[ppos:], now)
                 num_new = (end - pos) >> 2
                 break
             key = child.key
-            if not data.startswith(key, pos):
+            if not data.startswith(key, pos, end):
                 child = self._split(child, common_prefix_bytes(data, pos, key, pb))
                 key = child.key
             tree_pages = child.pages
@@ -285,7 +283,7 @@ class RadixCache(RadixPins):
             if not parent.children:
                 self._push_if_evictable(parent)
         if freed:
-            self.pool.free(b"".join(freed))
+            self.pool.release_unique(b"".join(freed))
         return num_freed
 
     # ----- stats -----
