@@ -35,7 +35,7 @@ class BatchedGroup:
     row_index: torch.Tensor | None  # (num_group_tokens,) real rows of the padded output; None = all
     out_index: torch.Tensor | None  # (num_group_tokens,) where they go among T; None = identity
     kv_slots: torch.Tensor  # (B, max_kv) long, padding repeats the sequence's first slot (masked)
-    mask: torch.Tensor | None  # (B, 1, G * max_q, max_kv) bool, True = attend
+    mask: torch.Tensor | None  # (B, 1, G * max_q, max_kv) float32 bias: 0 = attend, -inf = hidden
     num_seqs: int
     max_q: int
 
@@ -120,6 +120,7 @@ class PagedAttention:
         if needs_mask:
             g = self.group_size
             mask = mask[:, None, None].expand(num_seqs, 1, g, max_q, max_kv).reshape(num_seqs, 1, g * max_q, max_kv)
+            mask = torch.zeros(mask.shape, dtype=torch.float32).masked_fill_(~mask, float("-inf"))
         has_padding = len(real_rows) != num_seqs * max_q
         return BatchedGroup(
             token_index=None if is_identity else token_index.view(-1).to(device),
@@ -133,10 +134,10 @@ class PagedAttention:
 
     # ---- forward (per layer) -------------------------------------------------------
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
-        """q (T, H, D), k/v (T, KVH, D) -> (T, H * D); writes k/v into the pool at plan.out_slots."""
+        """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
         k_cache, v_cache = self.pool.k_cache[layer], self.pool.v_cache[layer]
-        k_cache.index_copy_(0, plan.out_slots, k.to(k_cache.dtype))
-        v_cache.index_copy_(0, plan.out_slots, v.to(v_cache.dtype))
+        k_cache.index_copy_(0, plan.out_slots, k)
+        v_cache.index_copy_(0, plan.out_slots, v)
         group = plan.batched
         if group is not None and not plan.singles and group.out_index is None:
             return self._attend_batched(q, k_cache, v_cache, group)
@@ -148,21 +149,32 @@ class PagedAttention:
             out[seq.start : seq.end] = self._attend_single(q[seq.start : seq.end], k_cache, v_cache, seq)
         return out
 
+    @staticmethod
+    def gather(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """cache rows at ``slots`` (any shape S) -> (*S, KVH, D); index_select on a 2-D view is the fast copy."""
+        rows = cache.view(cache.shape[0], -1).index_select(0, slots.reshape(-1))
+        return rows.view(*slots.shape, *cache.shape[1:])
+
     def _attend_batched(self, q, k_cache, v_cache, group: BatchedGroup) -> torch.Tensor:
         b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
         q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
         # (B*max_q, H, D) -> (B, KVH, G*max_q, D): query heads of one kv head become extra rows
         q_rows = q_rows.view(b, max_q, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * max_q, d)
-        keys = k_cache[group.kv_slots].transpose(1, 2)  # (B, KVH, max_kv, D)
-        values = v_cache[group.kv_slots].transpose(1, 2)
-        out = F.scaled_dot_product_attention(q_rows, keys.to(q.dtype), values.to(q.dtype), attn_mask=group.mask, scale=self.scale)
+        keys = self.gather(k_cache, group.kv_slots).transpose(1, 2)  # (B, KVH, max_kv, D)
+        values = self.gather(v_cache, group.kv_slots).transpose(1, 2)
+        # explicit matmuls beat CPU flash attention 2.5x in bf16 at decode shapes; scores rounded to the
+        # model dtype, softmax in float32 (the numerics of transformers' eager attention)
+        scores = torch.matmul(q_rows, keys.transpose(2, 3)).float() * self.scale  # (B, KVH, G*max_q, max_kv)
+        if group.mask is not None:
+            scores = scores + group.mask
+        out = torch.matmul(scores.softmax(dim=-1).to(q.dtype), values)  # (B, KVH, G*max_q, D)
         out = out.view(b, kvh, g, max_q, d).permute(0, 3, 1, 2, 4).reshape(b * max_q, kvh * g * d)
         return out if group.row_index is None else out.index_select(0, group.row_index)
 
     def _attend_single(self, q, k_cache, v_cache, seq: SingleSeq) -> torch.Tensor:
         q_len = q.shape[0]
-        keys = k_cache[seq.kv_slots].transpose(0, 1)[None].to(q.dtype)  # (1, KVH, kv_len, D)
-        values = v_cache[seq.kv_slots].transpose(0, 1)[None].to(q.dtype)
+        keys = self.gather(k_cache, seq.kv_slots).transpose(0, 1)[None]  # (1, KVH, kv_len, D)
+        values = self.gather(v_cache, seq.kv_slots).transpose(0, 1)[None]
         out = F.scaled_dot_product_attention(
             q.transpose(0, 1)[None], keys, values, attn_mask=seq.mask, is_causal=seq.is_causal,
             scale=self.scale, enable_gqa=self.group_size > 1,

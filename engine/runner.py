@@ -71,6 +71,8 @@ class ModelRunner:
             raise ValueError(f"pool has {len(pool.k_cache)} layers, model has {self.shape.num_layers}")
         if tuple(k0.shape[1:]) != (self.shape.num_kv_heads, self.shape.head_dim):
             raise ValueError(f"pool kv shape {tuple(k0.shape[1:])} != ({self.shape.num_kv_heads}, {self.shape.head_dim})")
+        if k0.dtype != self.dtype or k0.device.type != self.device.type:
+            raise ValueError(f"pool holds {k0.dtype} on {k0.device}, the model runs {self.dtype} on {self.device}")
 
     @property
     def tokenizer(self):
