@@ -23,9 +23,11 @@ from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from gateway.db.models import RequestLog, Tenant, UtcDateTime
+from gateway.db.percentile import percentile_cont
 from gateway.db.rollup import BUCKETS, SUM_KEYS, bucket_start, dimension_columns, finish, rollup, sum_columns
 
 PERCENTILES = {"ttft_p50_ms": 0.5, "ttft_p95_ms": 0.95}
+FETCH_MAX_VALUES = 50_000
 R = RequestLog
 
 
@@ -134,7 +136,7 @@ def ttft_percentiles_by_tenant(
         return postgres_percentiles(session, None, since, until, per_tenant=True)
     if counts is None:
         query = select(R.tenant_id, func.count(R.ttft_ms)).where(*window(None, since, until)).group_by(R.tenant_id)
-        counts = dict(session.execute(query).tuples().all())
+        counts = {tenant_id: count for tenant_id, count in session.execute(query)}
     return {
         tenant_id: ranked_percentiles(session, tenant_id, since, until, count)
         for tenant_id, count in counts.items()
@@ -145,11 +147,17 @@ def ttft_percentiles_by_tenant(
 def ranked_percentiles(
     session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None, num_values: int
 ) -> dict:
-    """SQLite: fetch just the two ranks around each percentile (ORDER BY ttft_ms LIMIT 2 OFFSET k),
-    walking the (tenant_id, ttft_ms, created_at) index in order instead of sorting the window."""
+    """SQLite. A small window (<= FETCH_MAX_VALUES) fetches its TTFT column through the time index
+    and sorts it here; a large one fetches just the two ranks around each percentile (ORDER BY
+    ttft_ms LIMIT 2 OFFSET k), walking the (tenant_id, ttft_ms, created_at) index in TTFT order
+    instead of sorting the window — that walk costs the tenant's whole history, hence the split."""
     out = empty_percentiles()
     if not num_values:
         return out
+    if num_values <= FETCH_MAX_VALUES or tenant_id is None:
+        conditions = [*window(tenant_id, since, until), R.ttft_ms.is_not(None)]
+        values = sorted(session.scalars(select(R.ttft_ms).where(*conditions)))
+        return {key: percentile_cont(values, fraction) for key, fraction in PERCENTILES.items()}
     for key, fraction in PERCENTILES.items():
         position = fraction * (num_values - 1)
         lower = math.floor(position)
@@ -159,21 +167,20 @@ def ranked_percentiles(
     return out
 
 
-def rank_query(tenant_id: int | None, since: datetime | None, until: datetime | None):
+def rank_query(tenant_id: int, since: datetime | None, until: datetime | None):
     """Textual SQL only because SQLAlchemy cannot render SQLite's INDEXED BY (the planner, left
     alone, sorts the whole window instead: ~10x slower at 1M rows)."""
-    clauses, params = ["ttft_ms IS NOT NULL"], []
-    if tenant_id is not None:
-        clauses.append("tenant_id = :tenant_id")
-        params.append(bindparam("tenant_id", tenant_id))
+    clauses, params = ["ttft_ms IS NOT NULL", "tenant_id = :tenant_id"], [bindparam("tenant_id", tenant_id)]
     if since is not None:
         clauses.append("created_at >= :since")
         params.append(bindparam("since", since, type_=UtcDateTime()))
     if until is not None:
         clauses.append("created_at < :until")
         params.append(bindparam("until", until, type_=UtcDateTime()))
-    hint = "INDEXED BY ix_request_log_tenant_ttft " if tenant_id is not None else ""
-    sql = f"SELECT ttft_ms FROM request_log {hint}WHERE {' AND '.join(clauses)} ORDER BY ttft_ms LIMIT 2 OFFSET :offset"
+    sql = (
+        "SELECT ttft_ms FROM request_log INDEXED BY ix_request_log_tenant_ttft "
+        f"WHERE {' AND '.join(clauses)} ORDER BY ttft_ms LIMIT 2 OFFSET :offset"
+    )
     return text(sql).bindparams(*params).columns(ttft_ms=Float())
 
 

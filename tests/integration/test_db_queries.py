@@ -96,6 +96,19 @@ def test_tenant_stats_totals_and_percentiles_match_the_reference(seeded):
     assert isinstance(stats["prompt_tokens"], int) and isinstance(stats["cached_tokens"], int)
 
 
+@pytest.mark.parametrize("fetch_max_values", [0, 10**9], ids=["rank-walk", "fetch-and-sort"])
+def test_ttft_percentiles_are_exact_whichever_way_they_are_computed(seeded, monkeypatch, fetch_max_values):
+    session, rows = seeded
+    monkeypatch.setattr(queries, "FETCH_MAX_VALUES", fetch_max_values)
+    since, until = T0 + timedelta(hours=7, minutes=13), T0 + timedelta(days=1, hours=20)
+    for tenant_id in (1, 2):
+        expected = reference(in_window(rows, tenant_id, since, until))
+        got = queries.ttft_percentiles(session, tenant_id, since, until)
+        assert got == {k: pytest.approx(expected[k]) for k in ("ttft_p50_ms", "ttft_p95_ms")}
+    by_tenant = queries.ttft_percentiles_by_tenant(session, since, until)
+    assert by_tenant[2]["ttft_p95_ms"] == pytest.approx(reference(in_window(rows, 2, since, until))["ttft_p95_ms"])
+
+
 def test_window_is_inclusive_at_since_and_exclusive_at_until(seeded):
     session, rows = seeded
     edge = sorted(r["created_at"] for r in rows if r["tenant_id"] == 1)[100]
