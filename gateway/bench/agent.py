@@ -18,6 +18,7 @@ import httpx
 
 REQUEST_TIMEOUT_S = 600.0
 STATS_SETTLE_S = 2.0
+PROGRESS_EVERY = 25
 
 
 @dataclass
@@ -87,8 +88,13 @@ class GatewayClient:
         self.http.close()
 
 
-def replay(client: GatewayClient, rows: list[dict], *, is_canonical: bool, concurrency: int = 1) -> RunResult:
-    """Send every row's body (in order) under fresh tenants; tally the usage the API reported."""
+def replay(
+    client: GatewayClient, rows: list[dict], *, is_canonical: bool, concurrency: int = 1, progress=None
+) -> RunResult:
+    """Send every row's body (in order) under fresh tenants; tally the usage the API reported.
+
+    `progress(result)` (optional) is called after every PROGRESS_EVERY requests.
+    """
     tag = f"{'canon' if is_canonical else 'raw'}-{uuid.uuid4().hex[:6]}"
     result = RunResult(is_canonical=is_canonical)
     for tenant in dict.fromkeys(row["tenant"] for row in rows):
@@ -111,6 +117,8 @@ def replay(client: GatewayClient, rows: list[dict], *, is_canonical: bool, concu
             prompt, cached = usage["prompt_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
             for tally in (result.total, result.by_tenant[row["tenant"]], result.by_style[row.get("style", "?")]):
                 tally.add(prompt, cached)
+            if progress is not None and result.total.requests % PROGRESS_EVERY == 0:
+                progress(result)
     result.wall_s = time.perf_counter() - started
     return result
 
@@ -156,13 +164,15 @@ def summarize(raw: RunResult, canonical: RunResult, shadow: float | None) -> dic
     }
 
 
-def run_agent_bench(url: str, admin_key: str | None, rows: list[dict], *, concurrency: int = 1) -> dict:
+def run_agent_bench(
+    url: str, admin_key: str | None, rows: list[dict], *, concurrency: int = 1, progress=None
+) -> dict:
     """Both passes against the gateway at `url`; returns the summary dict."""
     client = GatewayClient(url, admin_key)
     try:
         warm_up(client, rows)
-        raw = replay(client, rows, is_canonical=False, concurrency=concurrency)
-        canonical = replay(client, rows, is_canonical=True, concurrency=concurrency)
+        raw = replay(client, rows, is_canonical=False, concurrency=concurrency, progress=progress)
+        canonical = replay(client, rows, is_canonical=True, concurrency=concurrency, progress=progress)
         shadow = shadow_hit_rate(client, canonical.tenant_keys)
     finally:
         client.close()

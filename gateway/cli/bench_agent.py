@@ -35,7 +35,7 @@ def agent(
     rows = load_workload(workload, num_requests, seed)
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
     if url is not None:
-        result = run_agent_bench(url, admin_key, rows, concurrency=concurrency)
+        result = run_agent_bench(url, admin_key, rows, concurrency=concurrency, progress=print_progress)
     else:
         from gateway.bench.server import ServerProcess
 
@@ -43,7 +43,7 @@ def agent(
         env.update({k: v for k, v in os.environ.items() if k.startswith("RADIXGATE_ENGINE__")})
         typer.echo("starting a gateway on a free loopback port (loading the model)...")
         with ServerProcess(env=env) as server:
-            result = run_agent_bench(server.url, server.admin_key, rows, concurrency=concurrency)
+            result = run_agent_bench(server.url, server.admin_key, rows, concurrency=concurrency, progress=print_progress)
     result["workload"] = str(workload) if workload else f"generated(seed={seed}, requests={num_requests})"
     print_summary(result)
     if json_out is not None:
@@ -57,6 +57,11 @@ def agent(
     if result["errors"]:
         typer.echo(f"{len(result['errors'])} requests failed, e.g. {result['errors'][0]}", err=True)
         raise typer.Exit(1)
+
+
+def print_progress(run) -> None:
+    mode = "canonical" if run.is_canonical else "raw"
+    typer.echo(f"  {mode}: {run.total.requests} requests, hit rate so far {run.total.hit_rate:.3f}", err=True)
 
 
 def print_summary(result: dict) -> None:
