@@ -109,6 +109,68 @@ def replay_python(keys, values, lengths, page_size: int, capacity: int | None, q
             "insert_s": insert_s, "evict_s": evict_s, "cpu_s": cpu_s, "wall_s": wall_s}, tree
 
 
+def make_unified(page_size: int):
+    """SGLang's UnifiedRadixCache with its Rust tree core (full attention only)."""
+    from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+    from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+    from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+
+    set_global_server_args_for_scheduler(ServerArgs(model_path="dummy", page_size=page_size))
+    allocator = CountingAllocator()
+    allocator.page_size = page_size
+    params = CacheInitParams(
+        disable=False, req_to_token_pool=None, token_to_kv_pool_allocator=allocator, page_size=page_size,
+        tree_components=(ComponentType.FULL,), tree_core_backend="rust",
+    )
+    cache = UnifiedRadixCache(params)
+    if cache._tree_core_backend != "rust":
+        raise RuntimeError(f"UnifiedRadixCache fell back to the {cache._tree_core_backend} tree core")
+    return cache
+
+
+def replay_unified(keys, values, lengths, page_size: int, capacity: int | None, quiet: bool):
+    from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
+    from tqdm import tqdm
+
+    tree = make_unified(page_size)
+    match_s = insert_s = evict_s = 0.0
+    hits = total = 0
+    clock = time.perf_counter
+    bar = tqdm(total=len(keys), desc=f"sglang unified ps={page_size}", unit="req", disable=quiet, leave=False,
+               file=sys.stderr)
+    gc.collect()
+    gc.freeze()
+    cpu0, wall0 = time.process_time(), clock()
+    for i, key in enumerate(keys):
+        t0 = clock()
+        result = tree.match_prefix(MatchPrefixParams(key=key))
+        lock = tree.lock(result.last_device_node)
+        t1 = clock()
+        num_tokens, aligned = lengths[i]
+        if capacity:
+            num_new = aligned - result.device_prefix_len
+            num_free = capacity - tree.evictable_size() - tree.protected_size()
+            if num_free < num_new:
+                tree.evict(EvictParams(num_tokens=num_new - num_free))
+        t2 = clock()
+        tree.insert(InsertParams(key=key, value=values[i]))
+        tree.unlock(lock)
+        t3 = clock()
+        match_s += t1 - t0
+        evict_s += t2 - t1
+        insert_s += t3 - t2
+        hits += result.device_prefix_len
+        total += num_tokens
+        if i % 250 == 249:
+            bar.update(250)
+    cpu_s, wall_s = time.process_time() - cpu0, clock() - wall0
+    gc.unfreeze()
+    bar.close()
+    return {"requests_per_s": len(keys) / cpu_s, "hit_rate": hits / total, "match_s": match_s,
+            "insert_s": insert_s, "evict_s": evict_s, "cpu_s": cpu_s, "wall_s": wall_s}
+
+
 def deep_size(tree) -> int:
     """Python objects of the tree (nodes, their dicts, keys, arrays, tensors with storage), once each."""
     import torch
@@ -162,7 +224,23 @@ def main() -> None:
     out = {f"sglang_{k}": statistics.median(r[k] for r in runs) for k in runs[0]}
     out["sglang_memory_bytes"] = memory
     out["sglang_runs"] = runs
+    if not args.no_unified:
+        out.update(run_unified(tokens, offsets, args))
     print(json.dumps(out))
+
+
+def run_unified(tokens, offsets, args) -> dict:
+    """sglang_unified_* medians, or sglang_unified_error when it cannot run here."""
+    try:
+        runs = []
+        for _ in range(args.repeat):
+            keys, values, lengths = prepare(tokens, offsets, args.page_size)
+            runs.append(replay_unified(keys, values, lengths, args.page_size, args.capacity or None, args.quiet))
+    except Exception as error:  # an optional comparison: report why, keep the main result
+        return {"sglang_unified_error": f"{type(error).__name__}: {error}"}
+    out = {f"sglang_unified_{k}": statistics.median(r[k] for r in runs) for k in runs[0]}
+    out["sglang_unified_runs"] = runs
+    return out
 
 
 if __name__ == "__main__":
