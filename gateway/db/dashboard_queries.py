@@ -83,7 +83,8 @@ def fetch_log_rows(
 def find_system_sightings(
     session: Session, tenant_id: int, system_keys: set[tuple], until: datetime | None = None
 ) -> dict[tuple, list[SystemSighting]]:
-    """Other tenants that sent any of `system_keys` (system_hash, tools_hash) before `until`."""
+    """Other tenants that sent any of `system_keys` (system_hash, tools_hash) before `until`, in
+    canonical order (raw-order requests never put the canonical prefix into the cache to share)."""
     if not system_keys:
         return {}
     keys = sorted(system_keys, key=str)
@@ -101,7 +102,12 @@ def find_system_sightings(
             func.min(RequestLog.created_at).label("first_seen"),
         )
         .join(Tenant, Tenant.id == RequestLog.tenant_id)
-        .where(RequestLog.tenant_id != tenant_id, or_(*matches), *window_filter(RequestLog.created_at, None, until))
+        .where(
+            RequestLog.tenant_id != tenant_id,
+            RequestLog.canonicalized.is_(True),
+            or_(*matches),
+            *window_filter(RequestLog.created_at, None, until),
+        )
         .group_by(RequestLog.system_hash, RequestLog.tools_hash, Tenant.id, Tenant.name, Tenant.cache_group)
     )
     sightings: dict[tuple, list[SystemSighting]] = {}
