@@ -7,7 +7,7 @@ owners of different benchmarks never edit the same file.
 import typer
 
 from gateway.cli import bench_agent, bench_radix
-from gateway.cli import bench_rag
+from gateway.cli import bench_policy, bench_rag
 from gateway.cli import bench_decode
 from gateway.cli import bench_stats
 
@@ -15,5 +15,6 @@ app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", n
 bench_radix.register(app)
 bench_agent.register(app)
 bench_rag.register(app)
+bench_policy.register(app)
 bench_decode.register(app)
 bench_stats.register(app)
