@@ -2,9 +2,11 @@
 
   fcfs        arrival order (a preempted request goes back to the front).
   lpm         longest cached prefix first; ties keep arrival order.
-  dfs-weight  walk the tree of cached prefixes depth-first, heavier subtrees
-              (more waiting requests below) first, so requests that share a
-              cached branch run together while it is resident.
+  dfs-weight  walk the page-block tree of the waiting prompts depth-first,
+              heavier subtrees (more waiting requests below) first, so
+              requests that share a branch run back to back while it is
+              resident (SGLang's DFS-weight, over the prompts' full prefixes
+              rather than only their cached part, so cold groups cluster too).
 
 Every policy is a pure function of the waiting list and each request's
 current match length; none touches the cache.
@@ -23,7 +25,7 @@ class _TrieNode:
     __slots__ = ("children", "requests", "weight", "first_arrival")
 
     def __init__(self) -> None:
-        self.children: dict[tuple, _TrieNode] = {}
+        self.children: dict[bytes, _TrieNode] = {}
         self.requests: list[Request] = []
         self.weight = 0
         self.first_arrival = 0
@@ -41,13 +43,12 @@ def order_lpm(waiting: Sequence[Request], match_length: Callable[[Request], int]
 def order_dfs_weight(
     waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int
 ) -> list[Request]:
-    """Depth-first over the page-block trie of the cached prefixes, heaviest child first."""
+    """Depth-first over the page-block trie of the waiting prompts, heaviest child first."""
     roots: dict[str, _TrieNode] = {}
     for arrival, req in enumerate(waiting):
         node = roots.setdefault(req.namespace, _TrieNode())
         node.weight += 1
-        for start in range(0, match_length(req), page_size):
-            block = tuple(req.tokens[start : start + page_size])
+        for block in req.prompt_blocks(page_size):
             child = node.children.get(block)
             if child is None:
                 child = node.children[block] = _TrieNode()

@@ -83,6 +83,7 @@ class Request:
         self.first_token_s: float | None = None
         self.on_finish: Callable[[Request], None] | None = None
         self.is_counted_waiting = False
+        self._blocks: list[bytes] | None = None
 
     # ---- token ranges -------------------------------------------------
     @property
@@ -105,6 +106,13 @@ class Request:
     @property
     def is_finished(self) -> bool:
         return self.status is RequestStatus.FINISHED
+
+    def prompt_blocks(self, page_size: int) -> list[bytes]:
+        """The prompt's full pages as bytes keys (computed once; for tree-shaped policies)."""
+        if getattr(self, "_blocks", None) is None:
+            data = self.prompt_array[: len(self.prompt_array) // page_size * page_size]
+            self._blocks = [block.tobytes() for block in data.reshape(-1, page_size)]
+        return self._blocks
 
     def match_limit(self) -> int:
         """How many leading tokens may come from the cache: one token must stay to feed."""
