@@ -65,8 +65,9 @@ class KVPool:
         self.num_pages = num_pages
         # Free list as a stack of int32 ids; the top (end) holds the lowest ids.
         self._free_stack = bytearray(np.arange(num_pages - 1, -1, -1, dtype=np.int32).tobytes())
-        self._refcounts = np.zeros(num_pages, dtype=np.int32)  # (num_pages,)
-        self._scratch = np.zeros(num_pages, dtype=np.int32)  # duplicate detection in free()
+        # np.full, not np.zeros: the pages are touched now, not on first use in the hot path.
+        self._refcounts = np.full(num_pages, 0, dtype=np.int32)  # (num_pages,)
+        self._scratch = np.full(num_pages, 0, dtype=np.int32)  # duplicate detection in free()
         self.k_cache: list[torch.Tensor] = []
         self.v_cache: list[torch.Tensor] = []
         shape = (num_pages * page_size, num_kv_heads, head_dim)  # (num_slots, num_kv_heads, head_dim)

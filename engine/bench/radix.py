@@ -161,7 +161,7 @@ def run_sglang(trace_path: str, page_size: int, capacity: int | None, repeat: in
                progress: bool = True, with_unified: bool = True) -> dict:
     """SGLang's RadixCache (and UnifiedRadixCache if importable) in the venv of `python`."""
     cmd = [python, str(SGLANG_REPLAY), "--trace", trace_path, "--page-size", str(page_size),
-           "--repeat", str(repeat)]
+           "--repeat", str(repeat), "--radixgate-root", str(Path(__file__).resolve().parents[2])]
     if capacity:
         cmd += ["--capacity", str(capacity)]
     if not progress:
@@ -177,7 +177,11 @@ def run_sglang(trace_path: str, page_size: int, capacity: int | None, repeat: in
 
 def compare_with_sglang(result: dict, trace: Trace, trace_path: str | None, python: str,
                         progress: bool = True, with_unified: bool = True) -> dict:
-    """Adds sglang_* keys and ratios to a radixgate result (same trace, same run)."""
+    """Adds sglang_* keys and ratios to a radixgate result (same trace, same run).
+
+    The ratios come from the SGLang process, which replays radixgate too,
+    alternating with SGLang's runs, so a busy machine skews both alike.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         if trace_path is None:
             trace_path = os.path.join(tmp, "trace.npz")
@@ -185,10 +189,7 @@ def compare_with_sglang(result: dict, trace: Trace, trace_path: str | None, pyth
         other = run_sglang(trace_path, int(result["page_size"]), int(result["capacity"]),
                            int(result["repeat"]), python, progress=progress, with_unified=with_unified)
     merged = dict(result)
-    merged.update(other)
-    merged["ratio"] = result["requests_per_s"] / other["sglang_requests_per_s"]
+    merged.update(other)  # ratio / unified_ratio: medians of paired, alternating runs in one process
     if other.get("sglang_memory_bytes"):
         merged["memory_ratio"] = result["memory_bytes"] / other["sglang_memory_bytes"]
-    if other.get("sglang_unified_requests_per_s"):
-        merged["unified_ratio"] = result["requests_per_s"] / other["sglang_unified_requests_per_s"]
     return merged

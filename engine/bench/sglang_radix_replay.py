@@ -4,7 +4,10 @@ This script runs with the python of a SEPARATE venv that has sglang installed
 (see ../shared/bench/sglang-radix-requirements.txt); radixgate never imports
 it. It prints progress on stderr and one JSON line on stdout.
 
-The replay mirrors engine/bench/radix.py exactly: per request match, lock,
+With --radixgate-root it also replays radixgate (engine/bench/radix.py) in
+this same process, alternating runs with SGLang's, and reports the ratio as
+the median of the paired runs' ratios: both sides then see the same machine
+load at nearly the same moment. The replay mirrors engine/bench/radix.py exactly: per request match, lock,
 evict if the capacity lacks room for the new tokens, insert the page-aligned
 sequence, unlock; requests_per_s = requests / CPU seconds of the loop, with
 gc frozen over what existed before. Keys (RadixKey over int64 arrays) and
@@ -211,36 +214,70 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--no-unified", action="store_true")
+    parser.add_argument("--radixgate-root", help="Also replay radixgate here, alternating runs (paired ratios).")
     args = parser.parse_args()
     tokens, offsets = load(args.trace)
-    runs, memory = [], 0
+    ours = load_radixgate(args) if args.radixgate_root else None
+    runs, unified, paired, memory = [], [], [], 0
     for run in range(args.repeat):
+        if ours is not None:
+            paired.append(ours())
         keys, values, lengths = prepare(tokens, offsets, args.page_size)
         result, tree = replay_python(keys, values, lengths, args.page_size, args.capacity or None, args.quiet)
         if run == 0:
             memory = deep_size(tree)
         runs.append(result)
         del tree, keys, values
+        if not args.no_unified:
+            unified.append(run_unified(tokens, offsets, args))
     out = {f"sglang_{k}": statistics.median(r[k] for r in runs) for k in runs[0]}
     out["sglang_memory_bytes"] = memory
     out["sglang_runs"] = runs
-    if not args.no_unified:
-        out.update(run_unified(tokens, offsets, args))
+    out.update(summarize(unified, paired, runs))
     print(json.dumps(out))
 
 
-def run_unified(tokens, offsets, args) -> dict:
-    """sglang_unified_* medians, or sglang_unified_error when it cannot run here."""
-    try:
-        runs = []
-        for _ in range(args.repeat):
-            keys, values, lengths = prepare(tokens, offsets, args.page_size)
-            runs.append(replay_unified(keys, values, lengths, args.page_size, args.capacity or None, args.quiet))
-    except Exception as error:  # an optional comparison: report why, keep the main result
-        return {"sglang_unified_error": f"{type(error).__name__}: {error}"}
-    out = {f"sglang_unified_{k}": statistics.median(r[k] for r in runs) for k in runs[0]}
-    out["sglang_unified_runs"] = runs
+def load_radixgate(args):
+    """A closure replaying radixgate on the same trace in this process (radixgate needs only numpy/torch)."""
+    sys.path.insert(0, args.radixgate_root)
+    from engine.bench.radix import replay
+    from engine.bench.trace import load_trace
+
+    trace = load_trace(args.trace)
+
+    def run() -> dict:
+        result, _ = replay(trace, args.page_size, args.capacity or None, progress=not args.quiet)
+        return result
+
+    return run
+
+
+def summarize(unified: list[dict], paired: list[dict], runs: list[dict]) -> dict:
+    """Unified medians (or its error) and ratios of alternating runs in this one process."""
+    out = {}
+    errors = [u["error"] for u in unified if "error" in u]
+    if errors:
+        out["sglang_unified_error"] = errors[0]
+    elif unified:
+        out.update({f"sglang_unified_{k}": statistics.median(u[k] for u in unified) for k in unified[0]})
+        out["sglang_unified_runs"] = unified
+    if paired:
+        out["paired_radixgate_runs"] = paired
+        out["paired_radixgate_requests_per_s"] = statistics.median(p["requests_per_s"] for p in paired)
+        out["ratio"] = statistics.median(p["requests_per_s"] / r["requests_per_s"] for p, r in zip(paired, runs))
+        if unified and not errors:
+            out["unified_ratio"] = statistics.median(
+                p["requests_per_s"] / u["requests_per_s"] for p, u in zip(paired, unified))
     return out
+
+
+def run_unified(tokens, offsets, args) -> dict:
+    """One UnifiedRadixCache replay, or {"error": why} when it cannot run here."""
+    try:
+        keys, values, lengths = prepare(tokens, offsets, args.page_size)
+        return replay_unified(keys, values, lengths, args.page_size, args.capacity or None, args.quiet)
+    except Exception as error:  # an optional comparison: report why, keep the main result
+        return {"error": f"{type(error).__name__}: {error}"}
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def print_table(result: dict, keys: tuple[str, ...]) -> None:
         if has_sglang:
             row += [_fmt(result.get(f"sglang_{key}")), _fmt(result.get(f"sglang_unified_{key}"))]
         table.add_row(*row)
-    for key in ("ratio", "unified_ratio", "memory_ratio", "sglang_unified_error"):
+    for key in ("paired_radixgate_requests_per_s", "ratio", "unified_ratio", "memory_ratio", "sglang_unified_error"):
         if key in result:
             table.add_row(key, _fmt(result[key]), *([""] * (2 if has_sglang else 0)))
     Console().print(table)
