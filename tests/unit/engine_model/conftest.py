@@ -78,3 +78,17 @@ def make_tiny_model():
         return model, loaded
 
     return make
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The default model (SmolLM2-135M-Instruct), loaded once per session from the GGUF cache."""
+    from engine.models.loader import load_model
+
+    return load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def smollm2_reference(smollm2):
+    """transformers' own forward over the same weights, fp32."""
+    return smollm2.build_hf_model(torch.float32)

@@ -105,7 +105,7 @@ def test_greedy_decode_matches_transformers_generate(make_tiny_model, name):
         token = int(driver.runner.forward(batch)[0].argmax())
         generated.append(token)
         batch = make_forward_batch([[token]], [slots.extend(1)])
-    with torch.inference_mode():
+    with torch.inference_mode():  # no EOS: the random model must not stop early
         out = reference.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False,
-                                 min_new_tokens=24, pad_token_id=0)
+                                 eos_token_id=None, pad_token_id=0)
     assert generated == out[0, len(prompt):].tolist()
