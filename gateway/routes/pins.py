@@ -12,7 +12,9 @@ from pydantic import BaseModel, Field
 from gateway import pins
 from gateway.db.models import Pin
 from gateway.deps import SessionDep, StateDep, TenantDep
-from gateway.errors import bad_request, conflict, not_found
+from engine import QuotaExceededError
+from gateway.errors import bad_request, conflict, from_exception, not_found
+from gateway.prompt_templates import TemplateError, TemplateNotFound
 
 router = APIRouter(prefix="/v1/pins", tags=["pins"])
 
@@ -62,6 +64,8 @@ async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw
         raise conflict(str(exc), code="pin_quota_exceeded") from exc
     except pins.PinTooShortError as exc:
         raise bad_request(str(exc), "system") from exc
+    except (TemplateNotFound, TemplateError, QuotaExceededError) as exc:
+        raise from_exception(exc) from exc
     return pin_out(gw, pin)
 
 

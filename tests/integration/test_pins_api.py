@@ -118,3 +118,12 @@ def test_stored_pins_are_rewarmed_when_the_app_starts(settings, engine, caplog):
         usage = chat(second, auth, "What does lifecycle expiration do?")
         assert usage["prompt_tokens_details"]["cached_tokens"] >= pin["num_tokens"]
     assert "re-warmed 1/1" in caplog.text
+
+
+def test_unknown_template_and_malformed_bodies_are_400s(client):
+    auth = new_tenant(client, "acme", 4096)
+    unknown = client.post("/v1/pins", json={"system": SYSTEM, "template": "no-such-template"}, headers=auth)
+    assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "template_not_found"
+    assert client.post("/v1/pins", json={"tools": TOOLS}, headers=auth).status_code == 400
+    assert client.post("/v1/pins", json={"system": SYSTEM, "ttl_seconds": 0}, headers=auth).status_code == 400
+    assert client.get("/v1/pins").status_code == 401
