@@ -105,10 +105,6 @@ class Router:
         )
         return FailoverBackend([candidates[i] for i in order], self.loads)
 
-    def model_ids(self) -> list[str]:
-        """Model names clients can ask for (for /v1/models): remotes' models, deduplicated, in order."""
-        return list(dict.fromkeys(getattr(b, "model", b.name) for b in self.remotes))
-
 
 def build_router(settings: Settings, embedded: Backend | None, **kwargs: Any) -> Router:
     """The router for `settings.remotes` plus the embedded backend (None when disabled)."""
