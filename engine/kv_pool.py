@@ -65,6 +65,9 @@ class KVPool:
         self.num_pages = num_pages
         # Free list as a stack of int32 ids; the top (end) holds the lowest ids.
         self._free_stack = bytearray(np.arange(num_pages - 1, -1, -1, dtype=np.int32).tobytes())
+        # The bottom _num_untouched entries of the stack were never handed out:
+        # entry j holds page num_pages - 1 - j (an allocation from there is a range).
+        self._num_untouched = num_pages
         # np.full, not np.zeros: the pages are touched now, not on first use in the hot path.
         self._refcounts = np.full(num_pages, 0, dtype=np.int32)  # (num_pages,)
         self._scratch = np.full(num_pages, 0, dtype=np.int32)  # duplicate detection in free()
@@ -115,7 +118,16 @@ class KVPool:
         nbytes = num_pages << 2
         out = bytes(self._free_stack[-nbytes:])
         del self._free_stack[-nbytes:]
-        self._refcounts[np.frombuffer(out, dtype=np.int32)] = 1
+        remaining = num_free - num_pages
+        if num_free == self._num_untouched:
+            # Straight from the never-used bottom of the stack: ids form the
+            # contiguous range [num_pages_total - num_free, ... + num_pages).
+            first = self.num_pages - num_free
+            self._refcounts[first : first + num_pages] = 1
+        else:
+            self._refcounts[np.frombuffer(out, dtype=np.int32)] = 1
+        if remaining < self._num_untouched:
+            self._num_untouched = remaining
         return out
 
     def ref(self, pages: Iterable[int] | bytes) -> None:

@@ -68,8 +68,8 @@ class RadixCache(RadixPins):
 
         is_counted=False (a scheduler's look-ahead) skips hit/miss and pin-hit accounting.
         """
-        data = token_bytes(tokens)
-        state = self._namespace(namespace)
+        data = tokens if type(tokens) is bytes and not len(tokens) & 3 else token_bytes(tokens)
+        state = self._namespaces.get(namespace) or self._namespace(namespace)
         result = self._walk_match(state, data, count_pins=is_counted)
         if is_counted:
             state.hit_tokens += result.length
@@ -126,13 +126,13 @@ class RadixCache(RadixPins):
 
     def insert(self, namespace: Hashable, tokens, pages) -> int:
         """Cache tokens[: len(pages) * page_size]; returns the number of new tokens."""
-        page_ids = page_ids_to_bytes(pages)
+        page_ids = pages if type(pages) is bytes else page_ids_to_bytes(pages)
         pb = self._page_bytes
         end = (len(page_ids) >> 2) * pb
-        data = token_bytes(tokens)
+        data = tokens if type(tokens) is bytes and not len(tokens) & 3 else token_bytes(tokens)
         if len(data) < end:
             raise ValueError(f"{len(page_ids) >> 2} pages need {end >> 2} tokens, got {len(data) >> 2}")
-        state = self._namespace(namespace)
+        state = self._namespaces.get(namespace) or self._namespace(namespace)
         self._clock += 1
         now = self._clock
         node = state.root
@@ -222,23 +222,27 @@ class RadixCache(RadixPins):
         """Protect the path root..node from eviction (reference counted)."""
         if node.pages is None:
             raise EngineError("lock() of an evicted node: lock the node right after match_prefix")
+        num_bytes = 0  # page bytes that stop being evictable
         while node is not None:
             if not node.lock_ref and not node.pin_ref:
-                self.num_evictable_pages -= len(node.pages) >> 2
+                num_bytes += len(node.pages)
             node.lock_ref += 1
             node = node.parent
+        self.num_evictable_pages -= num_bytes >> 2
 
     def unlock(self, node: RadixNode) -> None:
         """Release one lock(node); raises UnbalancedUnlockError if node holds none."""
         if node.lock_ref <= 0:
             raise UnbalancedUnlockError(f"unlock() of {node!r} without a matching lock()")
+        num_bytes = 0  # page bytes that become evictable
         while node is not None:
             node.lock_ref -= 1
             if not node.lock_ref and not node.pin_ref:
-                self.num_evictable_pages += len(node.pages) >> 2
+                num_bytes += len(node.pages)
                 if not node.children:
                     self._push_if_evictable(node)
             node = node.parent
+        self.num_evictable_pages += num_bytes >> 2
 
     # ----- eviction -----
     # Heap invariant: every evictable leaf (unlocked, unpinned, childless,

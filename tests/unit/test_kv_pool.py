@@ -100,3 +100,15 @@ def test_tensor_pool_has_slot_indexed_tensors_per_layer():
 def test_tensorless_pool_has_no_tensors():
     pool = KVPool(3, 4)
     assert pool.k_cache == [] and pool.v_cache == []
+
+
+def test_allocations_mixing_fresh_and_freed_pages_keep_counts_exact():
+    pool = KVPool(10, 1)
+    first = pool.allocate(4)  # fresh range
+    pool.free(first[1:3])
+    mixed = pool.allocate(5)  # the 2 freed pages + 3 fresh ones
+    assert len(set(first[:1] + first[3:] + mixed)) == 7
+    assert all(pool.refcount(p) == 1 for p in first[:1] + first[3:] + mixed)
+    assert sorted(pool.free_page_ids()) == sorted(set(range(10)) - set(first) - set(mixed))
+    rest = pool.allocate(3)
+    assert all(pool.refcount(p) == 1 for p in rest) and pool.num_free_pages == 0
