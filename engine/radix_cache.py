@@ -23,13 +23,14 @@ Contracts:
   * pin(namespace, tokens) protects a cached path until unpin(pin_id); the
     namespace's pinned tokens (union of pinned nodes) stay within its quota.
 
-Eviction order is kept incrementally in a heap of (time, id, node) entries
+Eviction order is kept incrementally in a heap of (time, seq, node) entries
 with lazy invalidation (see _push_if_evictable); evict never rescans the tree.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from typing import Hashable
 
 from engine.errors import EngineError, UnbalancedUnlockError
@@ -54,6 +55,7 @@ class RadixCache(RadixPins):
         self._page_bytes = 4 * pool.page_size  # key bytes per page
         self._namespaces: dict[Hashable, NamespaceState] = {}
         self._heap: list[tuple[int, int, RadixNode]] = []
+        self._tiebreak = itertools.count()  # heap entries never compare nodes
         self._clock = 0
         self.num_nodes = 0
         self.num_cached_pages = 0
@@ -254,7 +256,7 @@ class RadixCache(RadixPins):
     def _push_if_evictable(self, node: RadixNode) -> None:
         if node.lock_ref or node.pin_ref or node.parent is None:
             return
-        heapq.heappush(self._heap, (node.last_access, id(node), node))
+        heapq.heappush(self._heap, (node.last_access, next(self._tiebreak), node))
         if len(self._heap) > 2 * self.num_nodes + 1024:
             self._compact_heap()
 
@@ -263,7 +265,7 @@ class RadixCache(RadixPins):
         for entry in self._heap:
             node = entry[2]
             if node.pages is not None and not node.children and not node.lock_ref and not node.pin_ref:
-                latest[id(node)] = (node.last_access, id(node), node)
+                latest[id(node)] = (node.last_access, next(self._tiebreak), node)
         self._heap = list(latest.values())
         heapq.heapify(self._heap)
 
@@ -274,11 +276,11 @@ class RadixCache(RadixPins):
         heap = self._heap
         pop, push = heapq.heappop, heapq.heappush
         while num_freed < num_pages and heap:
-            time, ident, node = pop(heap)
+            time, _, node = pop(heap)
             if node.pages is None or node.children or node.lock_ref or node.pin_ref:
                 continue
             if node.last_access != time:
-                push(heap, (node.last_access, ident, node))
+                push(heap, (node.last_access, next(self._tiebreak), node))
                 continue
             pages = self._remove_leaf(node)
             freed.append(pages)

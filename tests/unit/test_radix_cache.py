@@ -248,3 +248,14 @@ def test_uncounted_match_adds_no_hits_or_pin_hits():
     before = cache.stats()["namespaces"]["a"]
     assert cache.match_prefix("a", [1, 2, 3], is_counted=False).length == 2
     assert cache.stats()["namespaces"]["a"] == before and cache.pin_info(pin_id)["hits"] == 0
+
+
+def test_repeated_lock_unlock_of_a_leaf_keeps_eviction_working():
+    pool, cache = make_cache()
+    cache_tokens(cache, pool, "a", [1, 2])
+    node = cache.match_prefix("a", [1, 2]).node
+    for _ in range(5):  # each unlock re-queues the same leaf with the same time
+        cache.lock(node)
+        cache.unlock(node)
+    cache_tokens(cache, pool, "a", [3])
+    assert cache.evict(3) == 3 and pool.num_free_pages == 64
