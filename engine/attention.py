@@ -100,34 +100,37 @@ class PagedAttention:
         return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, batched, singles)
 
     def _plan_batched(self, batch: ForwardBatch, short: list, window: int | None, device) -> BatchedGroup:
-        num_seqs = len(short)
-        max_q = max(q for _, _, q, _ in short)
-        max_kv = max(kv for _, _, _, kv in short)
-        kv_slots = torch.zeros(num_seqs, max_kv, dtype=torch.long)
-        mask = torch.zeros(num_seqs, max_q, max_kv, dtype=torch.bool)
-        token_index = torch.zeros(num_seqs, max_q, dtype=torch.long)
-        real_rows, out_tokens = [], []
-        for b, (i, start, q_len, kv_len) in enumerate(short):
-            kv_slots[b, :kv_len] = batch.seq_kv_slots[i]
-            kv_slots[b, kv_len:] = batch.seq_kv_slots[i][0]  # a written slot: masked, but never NaN garbage
-            mask[b, :q_len, :kv_len] = causal_mask(kv_len - q_len, q_len, kv_len, window, "cpu")
-            mask[b, q_len:, 0] = True  # padded query rows see one slot, so SDPA never yields NaN
-            token_index[b, :q_len] = torch.arange(start, start + q_len)
-            real_rows.extend(range(b * max_q, b * max_q + q_len))
-            out_tokens.extend(range(start, start + q_len))
-        is_identity = max_q == 1 and out_tokens == list(range(batch.num_tokens))
-        needs_mask = not bool(mask.all())
-        if needs_mask:
+        """Index tensors and the mask of the short group, vectorized over its B sequences."""
+        seq_ids = [i for i, _, _, _ in short]
+        starts = torch.tensor([start for _, start, _, _ in short])
+        q_lens = torch.tensor([q for _, _, q, _ in short])
+        kv_lens = torch.tensor([kv for _, _, _, kv in short])
+        num_seqs, max_q, max_kv = len(short), int(q_lens.max()), int(kv_lens.max())
+        rows, cols = torch.arange(max_q), torch.arange(max_kv)
+        padded = torch.nn.utils.rnn.pad_sequence([batch.seq_kv_slots[i].cpu() for i in seq_ids], batch_first=True)
+        # padding repeats each sequence's first slot: it is masked, but a written slot is never NaN garbage
+        kv_slots = torch.where(cols[None, :] < kv_lens[:, None], padded, padded[:, :1])  # (B, max_kv)
+        q_pos = (kv_lens - q_lens)[:, None, None] + rows[None, :, None]  # (B, max_q, 1) position of each query
+        visible = cols[None, None, :] <= q_pos  # (B, max_q, max_kv)
+        if window is not None:
+            visible &= cols[None, None, :] > q_pos - window
+        is_real = rows[None, :] < q_lens[:, None]  # (B, max_q)
+        visible = torch.where(is_real[:, :, None], visible, cols[None, None, :] == 0)  # padded rows: one slot
+        token_index = starts[:, None] + torch.minimum(rows[None, :], q_lens[:, None] - 1)  # (B, max_q)
+        real_rows = is_real.reshape(-1).nonzero().squeeze(1)
+        out_tokens = token_index.reshape(-1)[real_rows]
+        is_identity = max_q == 1 and num_seqs == batch.num_tokens and bool((starts == torch.arange(num_seqs)).all())
+        mask = None
+        if not bool(visible.all()):
             g = self.group_size
-            mask = mask[:, None, None].expand(num_seqs, 1, g, max_q, max_kv).reshape(num_seqs, 1, g * max_q, max_kv)
-            mask = torch.zeros(mask.shape, dtype=torch.float32).masked_fill_(~mask, float("-inf"))
-        has_padding = len(real_rows) != num_seqs * max_q
+            visible = visible[:, None, None].expand(num_seqs, 1, g, max_q, max_kv).reshape(num_seqs, 1, g * max_q, max_kv)
+            mask = torch.zeros(visible.shape, dtype=torch.float32).masked_fill_(~visible, float("-inf")).to(device)
         return BatchedGroup(
-            token_index=None if is_identity else token_index.view(-1).to(device),
-            row_index=torch.tensor(real_rows, device=device) if has_padding else None,
-            out_index=None if is_identity else torch.tensor(out_tokens, device=device),
+            token_index=None if is_identity else token_index.reshape(-1).to(device),
+            row_index=real_rows.to(device) if real_rows.numel() != num_seqs * max_q else None,
+            out_index=None if is_identity else out_tokens.to(device),
             kv_slots=kv_slots.to(device),
-            mask=mask.to(device) if needs_mask else None,
+            mask=mask,
             num_seqs=num_seqs,
             max_q=max_q,
         )
@@ -159,7 +162,10 @@ class PagedAttention:
         b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
         q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
         # (B*max_q, H, D) -> (B, KVH, G*max_q, D): query heads of one kv head become extra rows
-        q_rows = q_rows.view(b, max_q, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * max_q, d)
+        if max_q == 1:
+            q_rows = q_rows.view(b, kvh, g, d)  # a view: decode needs no copy of q
+        else:
+            q_rows = q_rows.view(b, max_q, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * max_q, d)
         keys = self.gather(k_cache, group.kv_slots).transpose(1, 2)  # (B, KVH, max_kv, D)
         values = self.gather(v_cache, group.kv_slots).transpose(1, 2)
         # explicit matmuls beat CPU flash attention 2.5x in bf16 at decode shapes; scores rounded to the
@@ -168,7 +174,10 @@ class PagedAttention:
         if group.mask is not None:
             scores = scores + group.mask
         out = torch.matmul(scores.softmax(dim=-1).to(q.dtype), values)  # (B, KVH, G*max_q, D)
-        out = out.view(b, kvh, g, max_q, d).permute(0, 3, 1, 2, 4).reshape(b * max_q, kvh * g * d)
+        if max_q == 1:
+            out = out.reshape(b, kvh * g * d)
+        else:
+            out = out.view(b, kvh, g, max_q, d).permute(0, 3, 1, 2, 4).reshape(b * max_q, kvh * g * d)
         return out if group.row_index is None else out.index_select(0, group.row_index)
 
     def _attend_single(self, q, k_cache, v_cache, seq: SingleSeq) -> torch.Tensor:

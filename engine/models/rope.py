@@ -85,11 +85,17 @@ class RotaryTable:
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x (T, heads, head_dim) rotated in its first rotary_dim channels (rotate-half convention)."""
+    """x (T, heads, head_dim) rotated in its first rotary_dim channels (rotate-half convention).
+
+    ``x * cos + cat(-x2, x1) * sin`` written as one product and two in-place
+    multiply-adds, so no negated or concatenated copy of x is made.
+    """
     rotary_dim = cos.shape[-1]
     if rotary_dim < x.shape[-1]:
         rotated = apply_rotary(x[..., :rotary_dim], cos, sin)
         return torch.cat([rotated, x[..., rotary_dim:]], dim=-1)
     half = rotary_dim // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+    out = x * cos
+    out[..., :half].addcmul_(x[..., half:], sin[..., :half], value=-1.0)
+    out[..., half:].addcmul_(x[..., :half], sin[..., half:])
+    return out
