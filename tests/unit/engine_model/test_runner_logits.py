@@ -109,3 +109,24 @@ def test_greedy_decode_matches_transformers_generate(make_tiny_model, name):
         out = reference.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False,
                                  eos_token_id=None, pad_token_id=0)
     assert generated == out[0, len(prompt):].tolist()
+
+
+def test_forward_with_no_logit_rows_still_writes_the_kv(make_tiny_model):
+    reference, loaded = make_tiny_model("qwen2-tied")
+    driver = Driver(reference, loaded, page_size=16)
+    tokens = random_tokens(30, 3)
+    slots = SeqSlots(driver.pool)
+    logits = driver.runner.forward(make_forward_batch([tokens[:20]], [slots.extend(20)], logit_rows=[]))
+    assert logits.shape == (0, loaded.config.vocab_size)
+    logits = driver.runner.forward(make_forward_batch([tokens[20:]], [slots.extend(10)]))
+    assert (logits[0] - driver.reference_logits(tokens)).abs().max() <= TOLERANCE
+
+
+def test_validate_rejects_out_slots_that_are_not_the_last_kv_slots():
+    batch = make_forward_batch([[1, 2]], [[5, 6, 7]])
+    batch.validate()
+    batch.out_slots = torch.tensor([5, 6])
+    with pytest.raises(ValueError, match="out_slots"):
+        batch.validate()
+    with pytest.raises(ValueError, match="logit_rows"):
+        make_forward_batch([[1]], [[3]], logit_rows=[2]).validate()
