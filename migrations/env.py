@@ -4,11 +4,13 @@ else the default SQLite file. Batch mode is on so ALTERs work on SQLite."""
 import os
 
 from alembic import context
+from sqlalchemy import text
 
 from gateway.db.models import Base
 from gateway.db.session import DEFAULT_DB_URL, make_engine
 
 target_metadata = Base.metadata
+MIGRATION_LOCK_KEY = 0x7261646978  # "radix"
 
 
 def resolve_url() -> str:
@@ -33,6 +35,9 @@ def run_migrations_online() -> None:
         with engine.connect() as connection:
             context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
             with context.begin_transaction():
+                if connection.dialect.name == "postgresql":
+                    # replicas starting together migrate one at a time (released at commit)
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
                 context.run_migrations()
     finally:
         engine.dispose()

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
 DEFAULT_DB_URL = "sqlite:///./radixgate.db"
 
@@ -19,7 +20,8 @@ DEFAULT_DB_URL = "sqlite:///./radixgate.db"
 def make_engine(url: str, **kwargs) -> Engine:
     """An Engine for `url` (SQLite file or memory, or PostgreSQL via psycopg 3).
 
-    SQLite: foreign keys on, WAL journal for files (readers never block the log writer).
+    SQLite: foreign keys on, WAL journal for files (readers never block the log writer); an
+    in-memory database is one connection shared by every thread.
     PostgreSQL: `postgresql://` is taken to mean psycopg 3; connections are pre-pinged so a
     database that went away and came back is reconnected transparently.
     """
@@ -27,9 +29,12 @@ def make_engine(url: str, **kwargs) -> Engine:
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
+        is_file = bool(parsed.database) and parsed.database != ":memory:"
         kwargs.setdefault("connect_args", {}).setdefault("check_same_thread", False)
+        if not is_file:  # one shared connection, or each thread (the log writer) sees its own empty DB
+            kwargs.setdefault("poolclass", StaticPool)
         engine = create_engine(parsed, **kwargs)
-        _configure_sqlite(engine, is_file=bool(parsed.database) and parsed.database != ":memory:")
+        _configure_sqlite(engine, is_file=is_file)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     return create_engine(parsed, **kwargs)

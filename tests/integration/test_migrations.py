@@ -1,6 +1,9 @@
 """Migrations build the schema from zero, tear it down and build it again, on SQLite and
 PostgreSQL, and the migrated schema matches the models (autogenerate finds no difference)."""
 
+import subprocess
+import sys
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from db_fixtures import db_url  # noqa: F401
@@ -60,3 +63,13 @@ def test_request_log_has_indexes_for_the_stats_queries(db_url):  # noqa: F811
     finally:
         engine.dispose()
     assert {("tenant_id", "created_at"), ("created_at", "tenant_id")} <= {columns[:2] for columns in indexes}
+
+
+def test_replicas_upgrading_together_migrate_once(db_url):  # noqa: F811
+    """Separate processes (gateway replicas starting at once) all succeed; the schema is built once."""
+    code = f"from gateway.db import migrate; migrate.upgrade({db_url!r})"
+    processes = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(3)]
+    errors = [process.communicate(timeout=120)[1].decode() for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], errors
+    assert migrate.current(db_url) == "0001"
+    assert schema_diff(db_url) == []
