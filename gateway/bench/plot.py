@@ -23,6 +23,7 @@ def plot_agent_bench(result: dict, path: str) -> None:
         hits.text(x, rate + 0.02, f"{rate:.2f}", ha="center")
     times = [result["wall_s_raw"], result["wall_s_canonical"]]
     walls.bar(labels[:2], times, color=["#b0b0b0", "#2a7ab9"])
+    walls.set_ylim(0, max(times) * 1.15)
     walls.set_title(f"wall time, {result['requests']} requests (s)")
     for x, seconds in enumerate(times):
         walls.text(x, seconds * 1.01, f"{seconds:.1f}", ha="center")
