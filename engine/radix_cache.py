@@ -92,12 +92,12 @@ class RadixCache(RadixPins):
             if child is None:
                 break
             key = child.key
+            child.last_access = now  # a partly matched node is touched whole, then split
             if not data.startswith(key, pos):
                 child = self._split(child, common_prefix_bytes(data, pos, key, pb))
                 key = child.key
             elif count_pins and child.pin_ref:
                 self._count_pin_hits(child)
-            child.last_access = now
             parts.append(child.pages)
             pos += len(key)
             node = child
@@ -148,13 +148,13 @@ class RadixCache(RadixPins):
                 num_new = (end - pos) >> 2
                 break
             key = child.key
+            child.last_access = now
             if not data.startswith(key, pos, end):
                 child = self._split(child, common_prefix_bytes(data, pos, key, pb))
                 key = child.key
             tree_pages = child.pages
             if not page_ids.startswith(tree_pages, ppos):
                 duplicates.append(self._differing(page_ids[ppos : ppos + len(tree_pages)], tree_pages))
-            child.last_access = now
             pos += len(key)
             ppos += len(tree_pages)
             node = child
