@@ -154,18 +154,23 @@ class LogWriter:
     def _write_until_done(self, batch: list[dict]) -> None:
         """Write `batch` as one transaction, retrying transient failures with backoff."""
         backoff_s = 0.05
+        num_failures = 0
         while True:
             try:
                 self._insert(batch)
                 self._finish_batch(num_written=len(batch))
+                if num_failures:
+                    logger.warning("request-log database back after %d retries", num_failures)
                 return
             except Exception as exc:  # noqa: BLE001 - the writer thread must outlive any failure
                 if not is_transient(exc):
                     self._write_rows_one_by_one(batch, exc)
                     return
                 self.num_retries += 1
-                logger.warning("request-log batch of %d rows not written (%s); retrying in %.2fs",
-                               len(batch), type(exc).__name__, backoff_s)
+                num_failures += 1
+                if num_failures == 1 or num_failures % 30 == 0:  # an outage logs once, then ~every minute
+                    logger.warning("request-log batch of %d rows not written (%s: %s); %d rows queued; retrying",
+                                   len(batch), type(exc).__name__, str(exc).splitlines()[0][:200], self.queue_depth)
             if self._aborting.wait(backoff_s):
                 self._finish_batch(num_written=0)
                 self._count_dropped(len(batch), reason="writer stopped while the database was unavailable")
