@@ -50,6 +50,13 @@ def wait_until_healthy(base_url: str, process: subprocess.Popen) -> None:
     raise TimeoutError(f"streamlit did not answer on {base_url} within {STARTUP_TIMEOUT_S}s")
 
 
+def wait_until_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until Streamlit has finished the script run (its 'Running...' status widget is gone)."""
+    page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid='stStatusWidget']\")", timeout=timeout_ms
+    )
+
+
 @pytest.fixture()
 def dashboard_url(tmp_path):
     db_url = f"sqlite:///{tmp_path / 'seeded.db'}"
@@ -94,6 +101,7 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
             page.goto(dashboard_url, wait_until="domcontentloaded")
             page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=60_000)
             page.wait_for_selector("text=Hit rate over time", timeout=30_000)
+            wait_until_idle(page)
             page.wait_for_timeout(1500)  # let vega finish drawing before the screenshot
             page.screenshot(path=str(screenshot), full_page=True)
             body = page.inner_text("body")
@@ -101,6 +109,8 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
             # A bookmarked page URL still runs through app.py's navigation (sidebar, refresh control).
             page.goto(f"{dashboard_url}/doctor", wait_until="domcontentloaded")
             page.wait_for_selector("text=Fix first:", timeout=60_000)
+            page.get_by_role("button", name="Refresh data").wait_for(timeout=30_000)
+            wait_until_idle(page)
             doctor_body = page.inner_text("body")
             num_exceptions += page.locator("[data-testid='stException']").count()
         finally:
