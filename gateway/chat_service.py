@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from typing import TYPE_CHECKING, AsyncIterator
 
@@ -177,7 +176,3 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
         raise
     finally:
         run.finish()
-
-
-def now_s() -> int:
-    return int(time.time())

@@ -75,21 +75,27 @@ def service_unavailable(message: str, retry_after_s: int = ENGINE_RETRY_AFTER_S)
 
 
 def from_exception(exc: Exception) -> ApiError:
-    """Map an exception from the engine, templates or a backend to the ApiError the client sees."""
+    """Map an exception from the engine, templates or a backend to the ApiError the client sees.
+
+    Unknown exceptions become a 500 whose message reveals nothing of the exception.
+    """
+    from engine import EngineOverloadedError, PromptTooLongError, QuotaExceededError
+    from gateway.prompt_templates import TemplateError, TemplateNotFound
+    from gateway.routing.base import BackendUnavailableError
+
     if isinstance(exc, ApiError):
         return exc
-    name = type(exc).__name__
-    if name == "PromptTooLongError":
+    if isinstance(exc, PromptTooLongError):
         return ApiError(400, str(exc), "invalid_request_error", "context_length_exceeded", "messages")
-    if name == "EngineOverloadedError":
+    if isinstance(exc, EngineOverloadedError):
         return service_unavailable(f"The engine queue is full; retry later. ({exc})")
-    if name == "QuotaExceededError":
+    if isinstance(exc, QuotaExceededError):
         return conflict(str(exc), code="pin_quota_exceeded")
-    if name == "TemplateNotFound":
+    if isinstance(exc, TemplateNotFound):
         return bad_request(f"Unknown template: {exc.args[0] if exc.args else exc}", "template", "template_not_found")
-    if name == "TemplateError":
+    if isinstance(exc, TemplateError):
         return bad_request(f"Template error: {exc}", "template", "template_error")
-    if name == "BackendUnavailableError":
+    if isinstance(exc, BackendUnavailableError):
         return service_unavailable(f"No backend could take the request: {exc}")
     return ApiError(500, "Internal server error.", "server_error", "internal_error")
 
