@@ -43,6 +43,11 @@ def page_ids_to_bytes(pages) -> bytes:
     return np.ascontiguousarray(pages, dtype=np.int32).tobytes()
 
 
+def _as_index(page_bytes: bytes) -> np.ndarray:
+    """int32 page-id bytes as an intp index array (numpy indexes with intp several times faster)."""
+    return np.frombuffer(page_bytes, dtype=np.int32).astype(np.intp)
+
+
 class KVPool:
     """Fixed-size pool of KV pages (tensor-less when num_layers == 0)."""
 
@@ -125,7 +130,7 @@ class KVPool:
             first = self.num_pages - num_free
             self._refcounts[first : first + num_pages] = 1
         else:
-            self._refcounts[np.frombuffer(out, dtype=np.int32)] = 1
+            self._refcounts[_as_index(out)] = 1
         if remaining < self._num_untouched:
             self._num_untouched = remaining
         return out
@@ -169,10 +174,15 @@ class KVPool:
         by construction (an invariant the property test checks), so the
         duplicate and range checks are skipped.
         """
-        ids = np.frombuffer(page_bytes, dtype=np.int32)
-        new = self._refcounts[ids] - 1
-        self._refcounts[ids] = new
-        self._free_stack += ids[new == 0].tobytes()
+        ids = _as_index(page_bytes)
+        counts = self._refcounts.take(ids)
+        if counts.max() == 1:  # the usual case: the tree held the only reference
+            self._refcounts[ids] = 0
+            self._free_stack += page_bytes
+        else:
+            counts -= 1
+            self._refcounts[ids] = counts
+            self._free_stack += ids[counts == 0].astype(np.int32).tobytes()
 
     def _free_repeated(self, ids: np.ndarray) -> np.ndarray:
         uniq, times = np.unique(ids, return_counts=True)
