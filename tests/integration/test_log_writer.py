@@ -11,11 +11,12 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-from db_fixtures import BACKENDS, TcpProxy, create_pg_database, drop_pg_database, migrated_url, db_url  # noqa: F401
-from sqlalchemy import func, select
+from db_fixtures import TcpProxy, db_url, migrated_url  # noqa: F401
+from sqlalchemy import event, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
-from gateway.db import RequestLog, make_engine, make_session_factory, migrate
+from gateway.db import RequestLog, make_engine, make_session_factory
 from gateway.db.log_writer import LogWriter
 from gateway.metrics import Metrics
 
@@ -83,6 +84,38 @@ def test_a_row_written_twice_is_stored_once(factory):
     writer.enqueue(make_row(2))
     writer.stop(flush=True)
     assert len(stored_ids(factory)) == 2
+
+
+class CommitReplyLost:
+    """A session factory whose first `num_lost` commits succeed in the database but then raise, as
+    when the connection drops before the server's reply arrives (an ambiguous commit)."""
+
+    def __init__(self, factory, num_lost: int) -> None:
+        self.factory = factory
+        self.num_lost = num_lost
+
+    def __call__(self):
+        session = self.factory()
+        if self.num_lost > 0:
+            self.num_lost -= 1
+            event.listen(session, "after_commit", self.lose_reply)
+        return session
+
+    @staticmethod
+    def lose_reply(session) -> None:
+        raise OperationalError("COMMIT", {}, ConnectionError("connection lost before the commit reply"))
+
+
+def test_batch_retried_after_an_ambiguous_commit_is_not_written_twice(factory):
+    writer = LogWriter(CommitReplyLost(factory, num_lost=2), batch_size=100, flush_interval_s=0.05, max_backoff_s=0.1)
+    writer.start()
+    rows = [make_row(i) for i in range(50)]
+    for row in rows:
+        writer.enqueue(row)
+    writer.stop(flush=True)
+    ids = stored_ids(factory)
+    assert writer.num_retries == 2 and writer.num_dropped == 0
+    assert len(ids) == 50 and set(ids) == {row["id"] for row in rows}
 
 
 def test_full_queue_drops_and_counts(factory, caplog):
