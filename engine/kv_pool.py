@@ -121,7 +121,8 @@ class KVPool:
         if num_pages == 0:
             return b""
         nbytes = num_pages << 2
-        out = bytes(self._free_stack[-nbytes:])
+        with memoryview(self._free_stack) as stack:
+            out = stack[len(stack) - nbytes :].tobytes()  # one copy; the slice view dies here
         del self._free_stack[-nbytes:]
         remaining = num_free - num_pages
         if num_free == self._num_untouched:
