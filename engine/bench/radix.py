@@ -38,6 +38,10 @@ RESULT_KEYS = (
     "requests", "requests_per_s", "hit_rate", "match_s", "insert_s", "evict_s",
     "peak_nodes", "page_size", "capacity", "memory_bytes",
 )
+COMPARE_KEYS = (
+    "sglang_requests_per_s", "sglang_hit_rate", "ratio",
+    "sglang_unified_requests_per_s", "unified_ratio", "sglang_memory_bytes", "memory_ratio",
+)
 SGLANG_REPLAY = Path(__file__).with_name("sglang_radix_replay.py")
 PROGRESS_EVERY = 250
 
@@ -193,3 +197,11 @@ def compare_with_sglang(result: dict, trace: Trace, trace_path: str | None, pyth
     if other.get("sglang_memory_bytes"):
         merged["memory_ratio"] = result["memory_bytes"] / other["sglang_memory_bytes"]
     return merged
+
+
+def report(result: dict) -> dict:
+    """The JSON written: the issue's keys (medians), the comparison's keys, everything else under details."""
+    top = [k for k in RESULT_KEYS + COMPARE_KEYS if k in result]
+    out = {k: result[k] for k in top}
+    out["details"] = {k: v for k, v in result.items() if k not in out}
+    return out

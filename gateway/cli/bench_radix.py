@@ -27,7 +27,7 @@ def radix(
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """Replay a trace: match, lock, insert, unlock per request (evicting when full); print and write JSON."""
-    from engine.bench.radix import RESULT_KEYS, compare_with_sglang, run_radixgate
+    from engine.bench.radix import RESULT_KEYS, compare_with_sglang, report, run_radixgate
     from engine.bench.trace import TraceShape, generate_trace, load_trace
 
     if compare not in (None, "sglang"):
@@ -40,7 +40,7 @@ def radix(
     print_table(result, RESULT_KEYS)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=2, default=str))
+        json_out.write_text(json.dumps(report(result), indent=2, default=str))
         typer.echo(f"wrote {json_out}")
 
 

@@ -87,7 +87,8 @@ def test_cli_prints_table_and_writes_json(tmp_path):
     assert run.exit_code == 0, run.output
     assert "requests_per_s" in run.output and "hit_rate" in run.output
     data = json.loads(out.read_text())
-    assert set(RESULT_KEYS) <= set(data) and data["requests"] == 40 and data["page_size"] == 16
+    assert set(data) == set(RESULT_KEYS) | {"details"}
+    assert data["requests"] == 40 and data["page_size"] == 16 and data["details"]["repeat"] == 1
 
 
 def test_cli_rejects_unknown_compare():
