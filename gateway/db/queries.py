@@ -9,15 +9,15 @@ None when its denominator is 0. lost_tokens = prompt - cached.
 Speed (1M rows): every query reads only the covering stats indexes (see models.RequestLog), and
 `tenant_stats` makes two index scans in all — one GROUP BY over (bucket, template, miss cause,
 error code) rolled up in Python into every view, and small ones for TTFT percentiles. PostgreSQL
-computes them with percentile_cont; SQLite fetches only the two ranks around each percentile
-through the (tenant_id, ttft_ms, created_at) index — the same exact figure.
+computes them with percentile_cont; SQLite sorts a small window's TTFTs here, or for a large one
+fetches only the two ranks around each percentile through the (tenant_id, ttft_ms, created_at)
+index — the same exact figure either way.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import math
+from datetime import datetime
 
 from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
