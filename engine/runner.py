@@ -2,7 +2,19 @@
 
 The runner owns the model weights (laid out once, in ``dtype`` on ``device``)
 and an attention backend bound to the pool. It never allocates pool pages:
-the caller (the scheduler) decides the slots and passes them in the batch.
+the caller (the scheduler) decides the slots and passes them in the batch::
+
+    runner = ModelRunner.from_spec("smollm2-135m", dtype="float32", num_pages=1024, page_size=16)
+    pages = runner.pool.allocate(2)                       # 32 slots
+    slots = runner.pool.slots(pages)[: len(prompt)]       # or p * page_size + j by hand
+    logits = runner.forward(make_forward_batch([prompt], [slots]))   # (1, vocab) float32
+    # next step: the new token's slot is appended to the sequence's slots
+    logits = runner.forward(make_forward_batch([[next_id]], [all_slots_including_the_new_one]))
+
+dtype: None/"auto" is bfloat16 on CPU as on CUDA. Measured on the 2-core
+machine (SmolLM2-135M, one thread, CPU time): decode 1.5x (batch 1) to 2.7x
+(batch 32) and 1,024-token prefill 2.3x faster than float32. Correctness tests
+and output-equality checks against transformers pass ``dtype="float32"``.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """None/"auto" -> bf16 on CUDA and on CPU (measured faster here, see README of bench decode)."""
+    """None/"auto" -> bfloat16 on CUDA and on CPU (see the module docstring for the measurement)."""
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype is None or dtype == "auto":

@@ -60,14 +60,19 @@ class PagedSequence:
         self.pages = []
 
 
-def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Progress | None, label: str) -> tuple[float, list[list[int]]]:
-    """(decode seconds, generated ids per sequence) of one greedy pass."""
+def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Progress | None,
+                label: str) -> tuple[float, float, list[list[int]]]:
+    """(decode wall seconds, decode process CPU seconds, generated ids per sequence) of one greedy pass.
+
+    CPU seconds well above ``wall * num_threads`` cannot happen; far below it means other processes
+    took the cores (the wall-clock rate is then a lower bound).
+    """
     seqs = [PagedSequence(runner.pool) for _ in prompts]
     try:
         logits = runner.forward(make_forward_batch(prompts, [s.extend(len(p)) for s, p in zip(seqs, prompts)]))
         tokens = logits.argmax(-1).tolist()
         generated = [[t] for t in tokens]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for step in range(num_tokens):
             batch = make_forward_batch([[t] for t in tokens], [s.extend(1) for s in seqs])
             tokens = runner.forward(batch).argmax(-1).tolist()
@@ -75,7 +80,7 @@ def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Pro
                 out.append(t)
             if progress is not None:
                 progress(label, step + 1)
-        return time.perf_counter() - started, generated
+        return time.perf_counter() - started, time.process_time() - cpu_started, generated
     finally:
         for s in seqs:
             s.free()
@@ -116,14 +121,15 @@ def run_decode_bench(
     for batch_size in batch_sizes:
         prompts = make_prompts(runner.tokenizer, batch_size, prompt_len, vocab)
         decode_pass(runner, prompts, 4, None, "")  # warm-up: first-call allocations, oneDNN kernel selection
-        rates = []
-        for r in range(repeat):
-            seconds, _ = decode_pass(runner, prompts, num_tokens, progress, f"radixgate b{batch_size} #{r + 1}")
+        rates, hf_rates, cpu_s = [], [], []
+        for r in range(repeat):  # runner and transformers alternate, so load changes hit both alike
+            seconds, cpu_seconds, _ = decode_pass(runner, prompts, num_tokens, progress, f"radixgate b{batch_size} #{r + 1}")
+            cpu_s.append(cpu_seconds)
             rates.append(batch_size * num_tokens / seconds)
-        row = {"batch": batch_size, "tok_s": statistics.median(rates), "tok_s_all": rates}
+            if hf_model is not None:
+                hf_rates.append(hf_decode_rate(hf_model, prompts, num_tokens, progress, f"transformers b{batch_size} #{r + 1}"))
+        row = {"batch": batch_size, "tok_s": statistics.median(rates), "tok_s_all": rates, "cpu_s_all": cpu_s}
         if hf_model is not None:
-            hf_rates = [hf_decode_rate(hf_model, prompts, num_tokens, progress, f"transformers b{batch_size} #{r + 1}")
-                        for r in range(repeat)]
             row["hf_tok_s"] = statistics.median(hf_rates)
             row["hf_tok_s_all"] = hf_rates
             row["speedup_vs_hf"] = row["tok_s"] / row["hf_tok_s"]
@@ -163,10 +169,16 @@ def run_prefill_bench(runner, prompt_len: int = 1024, repeat: int = 3, hf_model=
     """Median prefill tokens/s of one ``prompt_len``-token prompt (last-token logits only, as serving needs)."""
     prompt = make_prompts(runner.tokenizer, 1, prompt_len, runner.shape.vocab_size)[0]
     prefill_seconds(runner, prompt)  # warm-up
-    row = {"prompt_len": prompt_len,
-           "tok_s": statistics.median(prompt_len / prefill_seconds(runner, prompt) for _ in range(repeat))}
     if hf_model is not None:
         hf_prefill_seconds(hf_model, prompt)
-        row["hf_tok_s"] = statistics.median(prompt_len / hf_prefill_seconds(hf_model, prompt) for _ in range(repeat))
+    rates, hf_rates = [], []
+    for _ in range(repeat):
+        rates.append(prompt_len / prefill_seconds(runner, prompt))
+        if hf_model is not None:
+            hf_rates.append(prompt_len / hf_prefill_seconds(hf_model, prompt))
+    row = {"prompt_len": prompt_len, "tok_s": statistics.median(rates), "tok_s_all": rates}
+    if hf_model is not None:
+        row["hf_tok_s"] = statistics.median(hf_rates)
+        row["hf_tok_s_all"] = hf_rates
         row["speedup_vs_hf"] = row["tok_s"] / row["hf_tok_s"]
     return row
