@@ -73,6 +73,10 @@ class KVPool:
         # The bottom _num_untouched entries of the stack were never handed out:
         # entry j holds page num_pages - 1 - j (an allocation from there is a range).
         self._num_untouched = num_pages
+        # Entries at or above _num_clean are free pages whose count still reads 1:
+        # release_unique() leaves them so, since the next allocate() usually hands
+        # them out again and would set 1 anyway. Every read of counts flushes first.
+        self._num_clean = num_pages
         # np.full, not np.zeros: the pages are touched now, not on first use in the hot path.
         self._refcounts = np.full(num_pages, 0, dtype=np.int32)  # (num_pages,)
         self._scratch = np.full(num_pages, 0, dtype=np.int32)  # duplicate detection in free()
@@ -97,7 +101,17 @@ class KVPool:
 
     def refcount(self, page: int) -> int:
         self._check_ids(np.array([page]))
+        self._flush()
         return int(self._refcounts[page])
+
+    def _flush(self) -> None:
+        """Zero the counts of free pages that still read 1 (see _num_clean)."""
+        num_free = len(self._free_stack) >> 2
+        if self._num_clean < num_free:
+            with memoryview(self._free_stack) as stack:
+                stale = stack[self._num_clean << 2 :].tobytes()
+            self._refcounts[_as_index(stale)] = 0
+            self._num_clean = num_free
 
     def free_page_ids(self) -> list[int]:
         """The free list, in no particular order (for checks and tests)."""
@@ -130,16 +144,17 @@ class KVPool:
             # contiguous range [num_pages_total - num_free, ... + num_pages).
             first = self.num_pages - num_free
             self._refcounts[first : first + num_pages] = 1
-        else:
-            self._refcounts[_as_index(out)] = 1
-        if remaining < self._num_untouched:
-            self._num_untouched = remaining
+        elif remaining < self._num_clean:  # some of the pages read 0: set them (stale ones read 1)
+            self._refcounts[_as_index(out[: (self._num_clean - remaining) << 2])] = 1
+        self._num_untouched = min(self._num_untouched, remaining)
+        self._num_clean = min(self._num_clean, remaining)
         return out
 
     def ref(self, pages: Iterable[int] | bytes) -> None:
         """Add one reference to each page (each must be allocated)."""
         ids = np.frombuffer(page_ids_to_bytes(pages), dtype=np.int32)
         self._check_ids(ids)
+        self._flush()
         if not self._refcounts[ids].all():
             raise EngineError("ref() of a free page")
         np.add.at(self._refcounts, ids, 1)
@@ -154,6 +169,7 @@ class KVPool:
         if not len(ids):
             return
         self._check_ids(ids)
+        self._flush()
         counts = self._refcounts
         old = counts[ids]
         if not old.all():
@@ -167,6 +183,7 @@ class KVPool:
         else:
             released = self._free_repeated(ids)
         self._free_stack += released.tobytes()
+        self._num_clean = len(self._free_stack) >> 2
 
     def release_unique(self, page_bytes: bytes) -> None:
         """free() for a caller that holds one reference to each of these distinct pages.
@@ -178,12 +195,13 @@ class KVPool:
         ids = _as_index(page_bytes)
         counts = self._refcounts.take(ids)
         if counts.max() == 1:  # the usual case: the tree held the only reference
-            self._refcounts[ids] = 0
-            self._free_stack += page_bytes
+            self._free_stack += page_bytes  # stale: counts still read 1 until allocate or _flush
         else:
+            self._flush()
             counts -= 1
             self._refcounts[ids] = counts
             self._free_stack += ids[counts == 0].astype(np.int32).tobytes()
+            self._num_clean = len(self._free_stack) >> 2
 
     def _free_repeated(self, ids: np.ndarray) -> np.ndarray:
         uniq, times = np.unique(ids, return_counts=True)

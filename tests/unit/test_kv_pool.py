@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from engine.errors import EngineError, OutOfPagesError
-from engine.kv_pool import KVPool
+from engine.kv_pool import KVPool, page_ids_to_bytes
 
 
 def test_allocate_gives_distinct_pages_with_one_reference():
@@ -112,3 +112,23 @@ def test_allocations_mixing_fresh_and_freed_pages_keep_counts_exact():
     assert sorted(pool.free_page_ids()) == sorted(set(range(10)) - set(first) - set(mixed))
     rest = pool.allocate(3)
     assert all(pool.refcount(p) == 1 for p in rest) and pool.num_free_pages == 0
+
+
+def test_release_unique_frees_pages_and_counts_read_zero():
+    pool = KVPool(6, 1)
+    pages = pool.allocate_bytes(4)
+    pool.release_unique(pages[:8])  # two pages back, counts reset lazily
+    assert pool.num_free_pages == 4
+    with pytest.raises(EngineError, match="free page"):
+        pool.free(pages[:4])
+    assert [pool.refcount(p) for p in memoryview(pages).cast("i")] == [0, 0, 1, 1]
+    again = pool.allocate(3)
+    assert all(pool.refcount(p) == 1 for p in again) and pool.num_free_pages == 1
+
+
+def test_release_unique_keeps_pages_someone_else_holds():
+    pool = KVPool(4, 1)
+    pages = pool.allocate(2)
+    pool.ref(pages[:1])
+    pool.release_unique(page_ids_to_bytes(pages))
+    assert pool.refcount(pages[0]) == 1 and pool.refcount(pages[1]) == 0 and pool.num_free_pages == 3
