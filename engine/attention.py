@@ -1,4 +1,4 @@
-"""Paged attention over the KV pool: torch SDPA (CPU, or CUDA without FlashInfer).
+"""Paged attention over the KV pool in plain torch (CPU, or CUDA without FlashInfer).
 
 The pool stores K and V slot-indexed, ``(num_slots, num_kv_heads, head_dim)``
 per layer. Each forward first builds one ``AttentionPlan`` from the
@@ -7,9 +7,10 @@ calls ``PagedAttention.forward``, which writes the new K/V at ``out_slots`` and
 attends each sequence's queries over the kv slots of that sequence.
 
 Sequences are split in two groups:
-  * short ones (``q_len <= max_batched_q``, e.g. every decode token) run in ONE
-    padded SDPA call: queries padded to ``max_q``, kv gathered to
-    ``(B, max_kv)``, a boolean mask hides padding and the future;
+  * short ones (``q_len <= max_batched_q``, e.g. every decode token) run
+    together in one batched matmul-softmax-matmul: queries padded to
+    ``max_q``, kv gathered to ``(B, max_kv)``, an additive mask hides padding
+    and the future (measured 2.5x faster than CPU flash SDPA in bf16 here);
   * long prefill chunks run one SDPA call each (``is_causal`` when there is no
     cached prefix and no sliding window, an explicit mask otherwise).
 Grouped-query attention without copying K/V: the ``G = num_heads //
@@ -70,7 +71,7 @@ def causal_mask(prefix_len: int, q_len: int, kv_len: int, window: int | None, de
 
 
 class PagedAttention:
-    """SDPA attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
+    """Attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
 
     def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int, max_batched_q: int = 16) -> None:
         if num_heads % num_kv_heads:
