@@ -8,9 +8,9 @@ Short cache queries from other threads (stats, unpin, pin quota) take
 self._lock, which the step thread holds everywhere except during the
 forward itself.
 
-The loop never dies on a bad request: an error while scheduling or running
-fails the requests of that step only (their pages go back) and the loop
-goes on.
+The loop never dies on a bad request: when a batched forward raises, its
+sequences are rerun one by one and only those that still raise are failed
+(the error goes to that request, its pages go back); the loop goes on.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import threading
 import time
 from concurrent.futures import Future
 
+import torch
+
 from engine.batch_builder import build_forward_batch
 from engine.cache_manager import CacheManager
 from engine.config import EngineConfig
@@ -110,13 +112,9 @@ class EngineCore:
         started = time.perf_counter()
         try:
             logits = self.runner.forward(batch)
-        except Exception as error:  # noqa: BLE001
-            logger.exception("forward failed")
-            with self._lock:
-                for chunk in chunks:
-                    if chunk.req.status is RequestStatus.RUNNING:
-                        self.scheduler.fail(chunk.req, error)
-            return True
+        except Exception:  # noqa: BLE001 - find the culprit; the others go on
+            logger.exception("forward failed; retrying its %d sequences one by one", len(chunks))
+            chunks, logits = self._forward_one_by_one(chunks)
         self.forward_s += time.perf_counter() - started
         with self._lock:
             self._count_step(chunks)
@@ -126,6 +124,21 @@ class EngineCore:
                 logger.exception("postprocess failed")
                 self._fail_running(error, [c.req for c in chunks])
         return True
+
+    def _forward_one_by_one(self, chunks):
+        """Rerun each chunk alone (it rewrites the same slots); fail only the chunks that still raise."""
+        survivors, rows = [], []
+        for chunk in chunks:
+            try:
+                logits = self.runner.forward(build_forward_batch([chunk], self.pool.page_size, self.runner.device))
+            except Exception as error:  # noqa: BLE001
+                with self._lock:
+                    self.scheduler.fail(chunk.req, error)
+                continue
+            survivors.append(chunk)
+            if chunk.needs_logits:
+                rows.append(logits)
+        return survivors, (torch.cat(rows) if rows else None)
 
     def _count_step(self, chunks) -> None:
         self.num_steps += 1

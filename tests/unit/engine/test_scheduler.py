@@ -111,10 +111,15 @@ def test_random_run_with_aborts_leaks_no_pages(make_engine):
     # the fixture checks free pages == all pages after flushing the tree
 
 
-def test_a_failing_forward_fails_only_its_step_and_the_loop_goes_on(make_engine):
+def test_a_failing_request_fails_alone_and_the_loop_goes_on(make_engine):
     engine = make_engine()
+    good, bad = [1, 2, 3, 4, 5], [1, 2, POISON_TOKEN]
+    finals = run_all(engine, [good, bad, good + [6]], max_tokens=3)
+    assert "poisoned" in str(finals[1].error) and finals[1].finish_reason == "abort"
+    assert finals[0].output_token_ids == reference_greedy(good, 3) and finals[0].error is None
+    assert finals[2].output_token_ids == reference_greedy(good + [6], 3)
     with pytest.raises(Exception, match="poisoned"):
-        engine.generate_sync([1, 2, POISON_TOKEN], SamplingParams(max_tokens=2))
+        engine.generate_sync(bad, SamplingParams(max_tokens=2))
     assert engine.generate_sync([1, 2, 3], SamplingParams(max_tokens=2)).output_token_ids == reference_greedy([1, 2, 3], 2)
 
 
