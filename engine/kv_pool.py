@@ -77,6 +77,7 @@ class KVPool:
         # release_unique() leaves them so, since the next allocate() usually hands
         # them out again and would set 1 anyway. Every read of counts flushes first.
         self._num_clean = num_pages
+        self._num_shared = 0  # pages with refcount >= 2 (none: release_unique reads no counts)
         # np.full, not np.zeros: the pages are touched now, not on first use in the hot path.
         self._refcounts = np.full(num_pages, 0, dtype=np.int32)  # (num_pages,)
         self._scratch = np.full(num_pages, 0, dtype=np.int32)  # duplicate detection in free()
@@ -157,7 +158,10 @@ class KVPool:
         self._flush()
         if not self._refcounts[ids].all():
             raise EngineError("ref() of a free page")
+        uniq = np.unique(ids)
+        before = np.count_nonzero(self._refcounts[uniq] >= 2)
         np.add.at(self._refcounts, ids, 1)
+        self._num_shared += np.count_nonzero(self._refcounts[uniq] >= 2) - before
 
     def free(self, pages: Iterable[int] | bytes) -> None:
         """Drop one reference per listed page; pages reaching 0 return to the free list.
@@ -180,6 +184,7 @@ class KVPool:
             new = old - 1
             counts[ids] = new
             released = ids[new == 0]
+            self._num_shared -= np.count_nonzero(old == 2)
         else:
             released = self._free_repeated(ids)
         self._free_stack += released.tobytes()
@@ -192,12 +197,18 @@ class KVPool:
         by construction (an invariant the property test checks), so the
         duplicate and range checks are skipped.
         """
+        if not page_bytes:
+            return
+        if not self._num_shared:  # every allocated page reads 1: all of these become free
+            self._free_stack += page_bytes  # stale: counts still read 1 until allocate or _flush
+            return
         ids = _as_index(page_bytes)
         counts = self._refcounts.take(ids)
-        if counts.max() == 1:  # the usual case: the tree held the only reference
-            self._free_stack += page_bytes  # stale: counts still read 1 until allocate or _flush
+        if counts.max() == 1:  # none of these is shared
+            self._free_stack += page_bytes
         else:
             self._flush()
+            self._num_shared -= np.count_nonzero(counts == 2)
             counts -= 1
             self._refcounts[ids] = counts
             self._free_stack += ids[counts == 0].astype(np.int32).tobytes()
@@ -207,7 +218,9 @@ class KVPool:
         uniq, times = np.unique(ids, return_counts=True)
         if (self._refcounts[uniq] < times).any():
             raise EngineError("free() drops a page below zero references")
+        before = np.count_nonzero(self._refcounts[uniq] >= 2)
         self._refcounts[uniq] -= times.astype(np.int32)
+        self._num_shared += np.count_nonzero(self._refcounts[uniq] >= 2) - before
         return uniq[self._refcounts[uniq] == 0]
 
     def _check_ids(self, ids: np.ndarray) -> None:

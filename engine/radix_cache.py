@@ -204,19 +204,15 @@ class RadixCache(RadixPins):
         self.num_nodes += 1
         return upper
 
-    def _remove_leaf(self, node: RadixNode) -> bytes:
+    def _unlink_leaf(self, node: RadixNode) -> bytes:
+        """Detach an evictable leaf; returns its pages (the caller updates the counters)."""
         parent = node.parent
-        del parent.children[node.key[: self._page_bytes]]
-        if not parent.children:
+        children = parent.children
+        del children[node.key[: self._page_bytes]]
+        if not children:
             parent.children = None
         pages = node.pages
-        num_pages = len(pages) >> 2
         node.pages = None
-        self.num_nodes -= 1
-        self.num_cached_pages -= num_pages
-        self.num_evictable_pages -= num_pages
-        self.num_evicted_pages += num_pages
-        self.num_evicted_nodes += 1
         return pages
 
     # ----- lock / unlock -----
@@ -272,24 +268,32 @@ class RadixCache(RadixPins):
     def evict(self, num_pages: int) -> int:
         """Free LRU unlocked, unpinned leaves until >= num_pages freed; returns pages freed."""
         freed = []
-        num_freed = 0
+        num_bytes = 0
+        want_bytes = num_pages << 2
         heap = self._heap
-        pop, push = heapq.heappop, heapq.heappush
-        while num_freed < num_pages and heap:
+        pop, push, tiebreak, unlink = heapq.heappop, heapq.heappush, self._tiebreak, self._unlink_leaf
+        while num_bytes < want_bytes and heap:
             time, _, node = pop(heap)
             if node.pages is None or node.children or node.lock_ref or node.pin_ref:
                 continue
             if node.last_access != time:
-                push(heap, (node.last_access, next(self._tiebreak), node))
+                push(heap, (node.last_access, next(tiebreak), node))
                 continue
-            pages = self._remove_leaf(node)
+            pages = unlink(node)
             freed.append(pages)
-            num_freed += len(pages) >> 2
+            num_bytes += len(pages)
             parent = node.parent
-            if not parent.children:
+            if parent.children is None:
                 self._push_if_evictable(parent)
-        if freed:
-            self.pool.release_unique(b"".join(freed))
+        if not freed:
+            return 0
+        self.pool.release_unique(b"".join(freed))
+        num_freed = num_bytes >> 2
+        self.num_nodes -= len(freed)
+        self.num_cached_pages -= num_freed
+        self.num_evictable_pages -= num_freed
+        self.num_evicted_pages += num_freed
+        self.num_evicted_nodes += len(freed)
         return num_freed
 
     # ----- stats -----

@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import EngineError, OutOfPagesError
 from engine.kv_pool import KVPool, page_ids_to_bytes
@@ -132,3 +134,37 @@ def test_release_unique_keeps_pages_someone_else_holds():
     pool.ref(pages[:1])
     pool.release_unique(page_ids_to_bytes(pages))
     assert pool.refcount(pages[0]) == 1 and pool.refcount(pages[1]) == 0 and pool.num_free_pages == 3
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["allocate", "ref", "free", "release"]), st.integers(0, 6), st.integers(0, 99)),
+                max_size=60))
+def test_pool_counts_match_a_naive_model(ops):
+    pool = KVPool(12, 1)
+    model = {}  # page -> refcount (held pages only)
+    for op, num, pick in ops:
+        held = sorted(model)
+        chosen = [held[(pick + i) % len(held)] for i in range(min(num, len(held)))] if held else []
+        chosen = list(dict.fromkeys(chosen))
+        if op == "allocate":
+            if num > pool.num_free_pages:
+                with pytest.raises(OutOfPagesError):
+                    pool.allocate(num)
+                continue
+            model.update(dict.fromkeys(pool.allocate(num), 1))
+        elif op == "ref":
+            pool.ref(chosen)
+            for p in chosen:
+                model[p] += 1
+        elif op == "free":
+            pool.free(chosen)
+        else:
+            pool.release_unique(page_ids_to_bytes(chosen))
+        if op in ("free", "release"):
+            for p in chosen:
+                model[p] -= 1
+                if not model[p]:
+                    del model[p]
+        assert pool._num_shared == sum(c >= 2 for c in model.values())
+        assert all(pool.refcount(p) == model.get(p, 0) for p in range(12))
+        assert sorted(pool.free_page_ids()) == sorted(set(range(12)) - set(model))
