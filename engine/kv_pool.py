@@ -14,7 +14,13 @@ free() drops one, and a page returns to the free list when its count reaches 0.
 The free list and counts live in flat int32 buffers so that allocating or
 freeing a thousand pages costs a few C-level calls, not a Python loop; page
 ids travel as `list[int]` on the public API and as int32 bytes on the fast
-path the radix cache and the benchmark use (allocate_bytes / free).
+path the radix cache and the benchmark use (allocate_bytes / release_unique).
+Two shortcuts keep that path cheap, both invisible to readers of counts:
+  * pages never handed out sit at the bottom of the stack in order, so an
+    allocation from there sets its counts as one range;
+  * while no page is shared (refcount >= 2), release_unique() only pushes
+    the ids: their counts keep reading 1 until allocate() hands them out
+    again (which would set 1) or something reads counts (_flush sets 0).
 """
 
 from __future__ import annotations
