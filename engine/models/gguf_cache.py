@@ -58,6 +58,7 @@ def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     cache_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary directory
     try:
         save_file(export_state_dict(model), str(tmp / "model.safetensors"), metadata={"format": "pt"})
         config = model.config
