@@ -42,6 +42,7 @@ class RadixMachine(RuleBasedStateMachine):
         self.hits = {}  # pin_id -> expected hits
         self.quotas = {}
         self.seen = [()]
+        self.held = []  # page lists a "running request" holds an extra reference to
 
     # ----- reference helpers -----
     def ref_match(self, ns, tokens):
@@ -214,11 +215,29 @@ class RadixMachine(RuleBasedStateMachine):
         self.cache.set_pin_quota(ns, quota)
         self.quotas[ns] = quota
 
+    @rule(ns=namespaces, request=requests)
+    def hold_pages(self, ns, request):
+        """A request references the cached pages it reads (pool.ref), like a running request."""
+        RadixMachine.num_steps += 1
+        pages, _ = self.ref_match(ns, self.tokens_of((request[0], 14, [], False), ns))
+        if pages:
+            self.pool.ref(pages)
+            self.held.append(pages)
+            RadixMachine.events["held"] += 1
+
+    @precondition(lambda self: self.held)
+    @rule(index=st.integers(0, 100))
+    def drop_pages(self, index):
+        RadixMachine.num_steps += 1
+        self.pool.free(self.held.pop(index % len(self.held)))
+
     @rule()
     def unlock_all_and_evict_all(self):
         RadixMachine.num_steps += 1
         while self.locks:
             self.cache.unlock(self.locks.pop()[2])
+        while self.held:
+            self.pool.free(self.held.pop())
         self.evict_and_sync(NUM_PAGES)
         pinned_pages = {page for ns in NAMESPACES for prefix, page in self.model[ns].items() if prefix in self.protected(ns)}
         assert set(range(NUM_PAGES)) - set(self.pool.free_page_ids()) == pinned_pages
@@ -238,8 +257,9 @@ class RadixMachine(RuleBasedStateMachine):
         assert all(self.pool.refcount(p) == 0 for p in free)
         tree_pages = [p for ns in NAMESPACES for p in self.model[ns].values()]
         assert len(tree_pages) == len(set(tree_pages)), "a page is cached twice"
-        assert set(tree_pages) == set(range(NUM_PAGES)) - set(free)
-        assert all(self.pool.refcount(p) == 1 for p in tree_pages)
+        expected = Counter(tree_pages) + Counter(p for pages in self.held for p in pages)
+        assert set(expected) == set(range(NUM_PAGES)) - set(free)
+        assert all(self.pool.refcount(p) == count for p, count in expected.items())
 
     @invariant()
     def counters_agree_with_reference(self):
@@ -281,5 +301,5 @@ def test_radix_cache_matches_reference_model_over_2000_steps():
     )
     assert RadixMachine.num_steps >= MIN_STEPS, RadixMachine.num_steps
     events = RadixMachine.events
-    assert all(events[name] >= 5 for name in ("evict_with_lock", "evict_with_pin", "pin", "duplicates_freed")), events
+    assert all(events[name] >= 5 for name in ("evict_with_lock", "evict_with_pin", "pin", "duplicates_freed", "held")), events
     assert events["quota_exceeded"] >= 2, events
