@@ -58,7 +58,7 @@ class RemoteBackend:
         self._cooldown_s = cooldown_s
         self._timeout_s = timeout_s
         self._unhealthy_until = 0.0
-        self._streams: dict[str, Any] = {}
+        self._active: set[str] = set()
         self._aborted: set[str] = set()
 
     @classmethod
@@ -70,7 +70,7 @@ class RemoteBackend:
             remote.api_base,
             remote.api_key,
             weight=remote.weight,
-            report_cached_tokens=getattr(remote, "report_cached_tokens", False),
+            report_cached_tokens=remote.report_cached_tokens,
         )
 
     def is_healthy(self) -> bool:
@@ -82,7 +82,7 @@ class RemoteBackend:
 
     def abort(self, request_id: str) -> None:
         """Stop a running stream: its generator ends with finish_reason "abort" at the next chunk."""
-        if request_id in self._streams:
+        if request_id in self._active:
             self._aborted.add(request_id)
 
     def request_kwargs(self, prompt: PreparedPrompt, params: GenerationParams) -> dict[str, Any]:
@@ -116,7 +116,7 @@ class RemoteBackend:
         """
         litellm = import_litellm()
         stream = await self._open(litellm, prompt, params)
-        self._streams[request_id] = stream
+        self._active.add(request_id)
         tool_calls = ToolCallAccumulator()
         finish_reason, usage, ttft_s = None, None, None
         started = time.perf_counter()
@@ -133,7 +133,7 @@ class RemoteBackend:
                         ttft_s = ttft_s if ttft_s is not None else time.perf_counter() - started
                         yield BackendChunk(text=choice.delta.content)
         finally:
-            self._streams.pop(request_id, None)
+            self._active.discard(request_id)
             self._aborted.discard(request_id)
             await stream.aclose()
         yield BackendChunk(

@@ -125,3 +125,19 @@ def test_router_fails_over_from_a_dead_replica_to_a_live_one(remote):
     assert isinstance(backend, FailoverBackend) and backend.name == "live"
     assert len(received) == num_before + 1 and not dead.is_healthy()
     assert router.pick(prompt(), "tenant:1|tiny").candidates[0] is live
+
+
+def test_abort_ends_the_stream_with_finish_reason_abort(remote):
+    url, _ = remote
+    backend = RemoteBackend("r", "tiny", url)
+
+    async def first_then_abort():
+        chunks = backend.stream(prompt(), GenerationParams(max_tokens=8), "tenant:1|tiny", "r-abort")
+        first = await anext(chunks)
+        backend.abort("r-abort")
+        rest = [c async for c in chunks]
+        return [first, *rest]
+
+    chunks = asyncio.run(first_then_abort())
+    assert chunks[0].text == "hello" and chunks[-1].finish_reason == "abort"
+    assert "world" not in "".join(c.text for c in chunks)
