@@ -3,7 +3,10 @@
 For each batch size B: B distinct prompts are prefilled in one forward, then
 ``num_tokens`` greedy decode steps run, each ONE ragged forward over the B
 sequences' newest tokens. Only the decode steps are timed; tokens/s is
-``B * num_tokens / seconds``, the median over ``repeat`` passes. Pages come
+``B * num_tokens / seconds``, the median over ``repeat`` passes. ``cpu_tok_s``
+divides by the process's CPU seconds instead: on a machine shared with other
+work it shows what the code does per CPU-second (with one thread, the rate an
+idle core would give), while the wall-clock rate shows what this run got. Pages come
 from the runner's own KVPool and go back to it after every pass.
 
 ``--vs hf`` times transformers' ``generate`` (greedy, same prompts, same
@@ -86,22 +89,25 @@ def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Pro
             s.free()
 
 
-def hf_generate_seconds(model, prompts: list[list[int]], num_tokens: int) -> float:
+def hf_generate_seconds(model, prompts: list[list[int]], num_tokens: int) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one greedy ``generate`` call."""
     input_ids = torch.tensor(prompts, dtype=torch.long)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         model.generate(input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=num_tokens,
                        min_new_tokens=num_tokens, do_sample=False, pad_token_id=0)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
-def hf_decode_rate(model, prompts: list[list[int]], num_tokens: int, progress: Progress | None, label: str) -> float:
-    """transformers' decode-only tokens/s: (N - 1) extra tokens over the extra time of generating N vs 1."""
-    t_one = hf_generate_seconds(model, prompts, 1)
-    t_all = hf_generate_seconds(model, prompts, num_tokens)
+def hf_decode_rate(model, prompts: list[list[int]], num_tokens: int, progress: Progress | None,
+                   label: str) -> tuple[float, float]:
+    """transformers' decode-only (wall, CPU-time) tokens/s: (N - 1) extra tokens over generating N vs 1."""
+    wall_one, cpu_one = hf_generate_seconds(model, prompts, 1)
+    wall_all, cpu_all = hf_generate_seconds(model, prompts, num_tokens)
     if progress is not None:
         progress(label, num_tokens)
-    return len(prompts) * (num_tokens - 1) / max(t_all - t_one, 1e-9)
+    num_extra = len(prompts) * (num_tokens - 1)
+    return num_extra / max(wall_all - wall_one, 1e-9), num_extra / max(cpu_all - cpu_one, 1e-9)
 
 
 def run_decode_bench(
@@ -121,17 +127,21 @@ def run_decode_bench(
     for batch_size in batch_sizes:
         prompts = make_prompts(runner.tokenizer, batch_size, prompt_len, vocab)
         decode_pass(runner, prompts, 4, None, "")  # warm-up: first-call allocations, oneDNN kernel selection
-        rates, hf_rates, cpu_s = [], [], []
+        rates, cpu_rates, hf_rates, hf_cpu_rates = [], [], [], []
         for r in range(repeat):  # runner and transformers alternate, so load changes hit both alike
             seconds, cpu_seconds, _ = decode_pass(runner, prompts, num_tokens, progress, f"radixgate b{batch_size} #{r + 1}")
-            cpu_s.append(cpu_seconds)
             rates.append(batch_size * num_tokens / seconds)
+            cpu_rates.append(batch_size * num_tokens / max(cpu_seconds, 1e-9))
             if hf_model is not None:
-                hf_rates.append(hf_decode_rate(hf_model, prompts, num_tokens, progress, f"transformers b{batch_size} #{r + 1}"))
-        row = {"batch": batch_size, "tok_s": statistics.median(rates), "tok_s_all": rates, "cpu_s_all": cpu_s}
+                hf_rate, hf_cpu_rate = hf_decode_rate(hf_model, prompts, num_tokens, progress,
+                                                      f"transformers b{batch_size} #{r + 1}")
+                hf_rates.append(hf_rate)
+                hf_cpu_rates.append(hf_cpu_rate)
+        row = {"batch": batch_size, "tok_s": statistics.median(rates), "tok_s_all": rates,
+               "cpu_tok_s": statistics.median(cpu_rates)}
         if hf_model is not None:
-            row["hf_tok_s"] = statistics.median(hf_rates)
-            row["hf_tok_s_all"] = hf_rates
+            row.update(hf_tok_s=statistics.median(hf_rates), hf_tok_s_all=hf_rates,
+                       hf_cpu_tok_s=statistics.median(hf_cpu_rates))
             row["speedup_vs_hf"] = row["tok_s"] / row["hf_tok_s"]
         results.append(row)
     return {

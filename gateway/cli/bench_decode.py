@@ -77,15 +77,17 @@ def print_result(result: dict) -> None:
     table = Table(title=f"decode tokens/s ({result['dtype']}, {result['num_tokens']} steps, median of {result['repeat']})")
     table.add_column("batch", justify="right")
     table.add_column("radixgate tok/s", justify="right")
+    table.add_column("per CPU-second", justify="right")
     table.add_column("target", justify="right")
     if has_hf:
         table.add_column("transformers tok/s", justify="right")
+        table.add_column("per CPU-second", justify="right")
         table.add_column("speedup", justify="right")
     for row in result["results"]:
         target = TARGETS.get(row["batch"])
-        cells = [str(row["batch"]), f"{row['tok_s']:.1f}", f">= {target:.0f}" if target else "-"]
+        cells = [str(row["batch"]), f"{row['tok_s']:.1f}", f"{row['cpu_tok_s']:.1f}", f">= {target:.0f}" if target else "-"]
         if has_hf:
-            cells += [f"{row['hf_tok_s']:.1f}", f"{row['speedup_vs_hf']:.2f}x"]
+            cells += [f"{row['hf_tok_s']:.1f}", f"{row['hf_cpu_tok_s']:.1f}", f"{row['speedup_vs_hf']:.2f}x"]
         table.add_row(*cells)
     console = Console()
     console.print(table)
