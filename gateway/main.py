@@ -72,7 +72,10 @@ async def build_state(settings: Settings, engine: Any) -> GatewayState:
     gw.router = build_backends(gw)
     if settings.rewarm_pins and gw.engine is not None:
         await rewarm_pins(gw)
-    log.info("radixgate ready: model %s, database %s", gw.model_id, safe_url(settings.db_url))
+    log.info(
+        "radixgate ready on http://%s:%d/v1: model %s, database %s",
+        settings.host, settings.port, gw.model_id, safe_url(settings.db_url),
+    )
     return gw
 
 

@@ -122,6 +122,29 @@ def test_client_disconnect_mid_stream_aborts_the_engine_request(gateway_server, 
     assert "aborting" in gateway_server.log_text()
 
 
+def test_client_that_gives_up_on_a_non_streaming_request_aborts_it(gateway_server, tenant_key):
+    body = {"model": "default", "messages": messages("Write a very long essay about the history of Rome."),
+            "max_tokens": 1500, "temperature": 0}
+    headers = {"Authorization": f"Bearer {tenant_key}"}
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(f"{gateway_server.api_base}/chat/completions", json=body, headers=headers, timeout=2.0)
+    row = wait_for_row(gateway_server, lambda r: r.error_code == "client_disconnected" and r.completion_tokens > 0
+                       and r.tenant_id == tenant_id_of(gateway_server, tenant_key))
+    assert row.completion_tokens < 1500
+
+
+def tenant_id_of(gateway_server, key: str) -> int:
+    from gateway.db.models import ApiKey
+    from gateway.tenants import hash_key
+
+    engine = create_engine(gateway_server.db_url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(select(ApiKey.tenant_id).where(ApiKey.key_hash == hash_key(key))).scalar_one()
+    finally:
+        engine.dispose()
+
+
 def test_server_logs_one_info_line_per_request(gateway_server, client):
     client.chat.completions.create(model="default", messages=messages(), max_tokens=4, temperature=0)
     deadline = time.monotonic() + 5
