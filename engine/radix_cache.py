@@ -72,13 +72,13 @@ class RadixCache(RadixPins):
         """
         data = tokens if type(tokens) is bytes and not len(tokens) & 3 else token_bytes(tokens)
         state = self._namespaces.get(namespace) or self._namespace(namespace)
-        result = self._walk_match(state, data, count_pins=is_counted)
+        result = self._walk_match(state, data, is_counted)
         if is_counted:
             state.hit_tokens += result.length
             state.miss_tokens += (len(data) >> 2) - result.length
         return result
 
-    def _walk_match(self, state: NamespaceState, data: bytes, *, count_pins: bool = True) -> MatchResult:
+    def _walk_match(self, state: NamespaceState, data: bytes, count_pins: bool = True) -> MatchResult:
         pb = self._page_bytes
         end = len(data) - len(data) % pb
         self._clock += 1
@@ -185,7 +185,9 @@ class RadixCache(RadixPins):
         self.num_nodes += 1
         self.num_cached_pages += num_pages
         self.num_evictable_pages += num_pages
-        self._push_if_evictable(leaf)
+        heapq.heappush(self._heap, (now, next(self._tiebreak), leaf))  # a new leaf is evictable
+        if len(self._heap) > 2 * self.num_nodes + 1024:
+            self._compact_heap()
         return leaf
 
     def _split(self, node: RadixNode, num_bytes: int) -> RadixNode:

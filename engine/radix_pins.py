@@ -44,7 +44,7 @@ class RadixPins:
         data = token_bytes(tokens)
         state = self._namespace(namespace)
         wanted = (len(data) >> 2) // self.page_size * self.page_size
-        match = self._walk_match(state, data, count_pins=False)
+        match = self._walk_match(state, data, False)
         if wanted == 0 or match.length < wanted:
             raise PrefixNotCachedError(
                 f"cannot pin {wanted} tokens in namespace {namespace!r}: only {match.length} are cached"
