@@ -14,7 +14,12 @@ plain OpenAI-compatible server:
 - content parts are flattened to text, None content becomes "", and assistant
   tool_calls are written into the content as JSON lines;
 - a tokenizer without a chat template, or whose template rejects the messages
-  (e.g. an unknown role), renders as ChatML instead of failing the request.
+  (e.g. an unknown role), renders as ChatML instead of failing the request;
+- special-token text inside client content (messages, tools, documents) stays
+  plain text: before the chat template runs, each occurrence is fenced
+  (marked_text.Fence) and the rendering unwraps to a MarkedText whose client
+  spans cover them, so only the chat template's own markers become special
+  tokens. A chat template that mangles a fence renders as ChatML instead.
 """
 
 from __future__ import annotations
@@ -23,23 +28,44 @@ import json
 
 from gateway.canonicalize.canonicalizer import message_text, validate_messages
 from gateway.canonicalize.context import docs_from_field
+from gateway.canonicalize.marked_text import Fence, MarkedText
 from gateway.canonicalize.sections import Doc
-from gateway.canonicalize.tokenize import encode_segment
+from gateway.canonicalize.tokenize import SpecialTokens, encode_segment
 
 
 def render_raw(tokenizer, body: dict) -> list[int]:
     """Token ids of `body` in the client's raw order (see module docstring)."""
-    return encode_segment(tokenizer, render_raw_text(tokenizer, body))
+    specials = SpecialTokens.of(tokenizer)
+    return encode_segment(tokenizer, render_raw_text(tokenizer, body, specials), specials)
 
 
-def render_raw_text(tokenizer, body: dict) -> str:
+def render_raw_text(tokenizer, body: dict, specials: SpecialTokens | None = None) -> MarkedText:
+    """The raw-order prompt text; client-typed special-token text lies in client spans."""
+    fence, specials = Fence(), specials or SpecialTokens.of(tokenizer)
     messages = [flatten_message(message) for message in validate_messages(body)]
     messages = prepend_context(messages, docs_from_field(body.get("context")))
-    tools = body.get("tools") or None
+    messages = [dict(message, content=fence_specials(message["content"], fence, specials)) for message in messages]
+    tools = fence_specials(body.get("tools"), fence, specials) or None
     text = apply_template(tokenizer, messages, tools)
     if tools and text == apply_template(tokenizer, messages, None):
         text = apply_template(tokenizer, inline_tools(messages, tools), None)
-    return text
+    try:
+        return fence.unwrap(text)
+    except ValueError:
+        return fence.unwrap(chatml(inline_tools(messages, tools) if tools else messages))
+
+
+def fence_specials(value, fence: Fence, specials: SpecialTokens):
+    """`value` (str, or lists/dicts of them) with every special-token occurrence fenced."""
+    if isinstance(value, str):
+        if specials.pattern is None:
+            return value
+        return specials.pattern.sub(lambda match: fence.wrap_client(match.group()), value)
+    if isinstance(value, list):
+        return [fence_specials(item, fence, specials) for item in value]
+    if isinstance(value, dict):
+        return {key: fence_specials(item, fence, specials) for key, item in value.items()}
+    return value
 
 
 def apply_template(tokenizer, messages: list[dict], tools: list[dict] | None) -> str:
@@ -49,6 +75,10 @@ def apply_template(tokenizer, messages: list[dict], tools: list[dict] | None) ->
             return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         except Exception:  # noqa: BLE001 — e.g. a template that raises on a 'developer' or 'tool' role
             pass
+    return chatml(messages)
+
+
+def chatml(messages: list[dict]) -> str:
     turns = "".join(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n" for message in messages)
     return turns + "<|im_start|>assistant\n"
 

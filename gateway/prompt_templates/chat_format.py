@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from gateway.canonicalize.canonicalizer import message_text
+from gateway.canonicalize.marked_text import MarkedText
 
 _SENTINEL = "RGSENTINEL{}XQ"
 ROLES = ("system", "user", "assistant", "tool")
@@ -22,21 +23,24 @@ ROLES = ("system", "user", "assistant", "tool")
 
 @dataclass(frozen=True)
 class ChatFormat:
-    """starts/ends: role -> marker text; generation_prompt: the assistant header."""
+    """starts/ends: role -> marker text; generation_prompt: the assistant header.
+
+    The helpers return MarkedText: the markers are template text (their special
+    tokens count), a message's content is client text (its special-token text never is)."""
 
     starts: dict
     ends: dict
     generation_prompt: str
 
-    def turn_start(self, role: str) -> str:
-        return self.starts.get(role, self.starts["user"])
+    def turn_start(self, role: str) -> MarkedText:
+        return MarkedText(self.starts.get(role, self.starts["user"]))
 
-    def turn_end(self, role: str) -> str:
-        return self.ends.get(role, self.ends["user"])
+    def turn_end(self, role: str) -> MarkedText:
+        return MarkedText(self.ends.get(role, self.ends["user"]))
 
-    def format_message(self, message: dict) -> str:
+    def format_message(self, message: dict) -> MarkedText:
         """One history message as a whole turn; assistant tool calls become
-        <tool_call> JSON lines after the content."""
+        <tool_call> JSON lines after the content (client text, like the content)."""
         role = message.get("role", "user")
         role = "system" if role == "developer" else ("tool" if role == "function" else role)
         parts = [message_text(message)]
@@ -44,7 +48,7 @@ class ChatFormat:
             function = call.get("function", call) if isinstance(call, dict) else call
             parts.append("<tool_call>\n" + json.dumps(function, sort_keys=True, ensure_ascii=False) + "\n</tool_call>")
         body = "\n".join(part for part in parts if part)
-        return self.turn_start(role) + body + self.turn_end(role)
+        return MarkedText.join([(self.turn_start(role), False), (body, True), (self.turn_end(role), False)])
 
 
 def chatml_format() -> ChatFormat:

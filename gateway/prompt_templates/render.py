@@ -8,12 +8,17 @@ Variables every template sees:
   format_message(message) (one history message as a whole turn),
   format_document(doc) ('<document id="...">' block);
 filters: sort_tools, by_id (documents by id), canonical_json.
+
+Only the template's own text and the marker helpers' output (turn_start,
+turn_end, generation_prompt, format_message's markers) may become special
+tokens; every other `{{ expression }}` output is client text (see sandbox.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.canonicalize.marked_text import MarkedText
 from gateway.canonicalize.sections import Doc, Sections
 from gateway.prompt_templates.chat_format import ChatFormat
 from gateway.prompt_templates.sandbox import render_blocks
@@ -21,7 +26,8 @@ from gateway.prompt_templates.sandbox import render_blocks
 
 @dataclass
 class RenderedPrompt:
-    """segments: (section_name, text) in prompt order; tokenize each alone."""
+    """segments: (section_name, text) in prompt order; tokenize each alone.
+    Each text is a MarkedText (a str whose client spans tokenize_segments reads)."""
 
     segments: list[tuple[str, str]]
     template_name: str
@@ -41,7 +47,7 @@ def template_variables(sections: Sections, chat_format: ChatFormat) -> dict:
         "history": sections.history,
         "dynamic": sections.dynamic,
         "question": sections.question,
-        "generation_prompt": chat_format.generation_prompt,
+        "generation_prompt": MarkedText(chat_format.generation_prompt),
         "turn_start": chat_format.turn_start,
         "turn_end": chat_format.turn_end,
         "format_message": chat_format.format_message,

@@ -5,6 +5,13 @@ Templates are rendered *block by block*: each `{% block NAME %}` is one segment
 rendered. Blocks must not nest (a nested block would render twice). Tenant
 code only sees the variables and helpers the registry passes in; there is no
 loader (no extends/include/import), no clock and no randomness.
+
+Client text never becomes a chat marker: the environment's `finalize` is a
+Fence, so every `{{ expression }}` output is fenced as client text unless it is
+MarkedText (the marker helpers); render_blocks unwraps each block into a
+MarkedText. Markers must therefore be template text or helper output — a
+marker built by an expression (a string literal, `~`, a filter, a macro or a
+set block) renders as plain text; `+` on helper output keeps the markers.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 from jinja2 import StrictUndefined, TemplateError as JinjaTemplateError, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from gateway.canonicalize.marked_text import Fence, MarkedText
 from gateway.canonicalize.sections import Doc
 from gateway.canonicalize.tools import to_json, tool_name
 
@@ -21,9 +29,11 @@ class TemplateError(ValueError):
 
 
 def make_environment() -> ImmutableSandboxedEnvironment:
-    """A fresh sandbox with radixgate's filters (sort_tools, by_id, canonical_json)."""
+    """A fresh sandbox with radixgate's filters (sort_tools, by_id, canonical_json)
+    and its own Fence as `finalize`."""
     env = ImmutableSandboxedEnvironment(
         autoescape=False,
+        finalize=Fence(),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -61,13 +71,15 @@ def compile_template(env: ImmutableSandboxedEnvironment, source: str, name: str)
     return template
 
 
-def render_blocks(template, variables: dict, name: str) -> list[tuple[str, str]]:
-    """Render each block of `template` alone, in source order -> [(block_name, text)]."""
+def render_blocks(template, variables: dict, name: str) -> list[tuple[str, MarkedText]]:
+    """Render each block of `template` alone, in source order -> [(block_name, text)];
+    `template` must come from make_environment (its finalize is the Fence)."""
     context = template.new_context(variables)
+    fence = template.environment.finalize
     segments = []
     for block_name, render in template.blocks.items():
         try:
-            segments.append((block_name, "".join(render(context))))
+            segments.append((block_name, fence.unwrap("".join(render(context)))))
         except JinjaTemplateError as exc:
             raise TemplateError(f"template {name!r}, block {block_name!r}: {describe(exc)}") from exc
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, ZeroDivisionError) as exc:
