@@ -25,6 +25,7 @@ def policy(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto | float32 | bfloat16."),
     max_running: int = typer.Option(32, help="Most requests running at once."),
+    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default); 1 avoids oversubscription on a busy machine."),
 ) -> None:
     """Replay the agent workload with each queue policy; hit rate and throughput per policy."""
     from engine import EngineConfig
@@ -32,6 +33,11 @@ def policy(
     from engine.bench.policy import default_budget_tokens, run_policy_bench
     from engine.models.loader import load_model
     from engine.runner import ModelRunner
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
 
     loaded = load_model(model)
     rows = load_agent_rows(workload) if workload else generate_agent_rows()
