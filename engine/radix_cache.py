@@ -73,6 +73,8 @@ class RadixCache(RadixPins):
         data = tokens if type(tokens) is bytes and not len(tokens) & 3 else token_bytes(tokens)
         state = self._namespaces.get(namespace) or self._namespace(namespace)
         result = self._walk_match(state, data, is_counted)
+        state.last_tokens = data
+        state.last_match = result
         if is_counted:
             state.hit_tokens += result.length
             state.miss_tokens += (len(data) >> 2) - result.length
@@ -139,6 +141,12 @@ class RadixCache(RadixPins):
         now = self._clock
         node = state.root
         pos = ppos = num_new = 0
+        last = state.last_match
+        if last is not None:
+            if state.last_tokens is data and self._can_resume(last, page_ids, end):
+                node, pos, ppos = last.node, last.length << 2, len(last.page_bytes)
+                self._touch_path(node, now)
+            state.last_tokens = state.last_match = None
         duplicates = []
         while pos < end:
             children = node.children
@@ -161,6 +169,20 @@ class RadixCache(RadixPins):
         if duplicates:
             self.pool.free(b"".join(duplicates))
         return num_new
+
+    @staticmethod
+    def _can_resume(last: MatchResult, page_ids: bytes, end: int) -> bool:
+        """An insert may start at the node its match ended at (skipping the walk
+        and the comparisons above it) if that node is still cached — its path
+        and pages then are as matched, splits notwithstanding — and the caller
+        passes exactly those pages first, so there is nothing to converge."""
+        return last.node.pages is not None and last.length << 2 <= end and page_ids.startswith(last.page_bytes)
+
+    @staticmethod
+    def _touch_path(node: RadixNode, now: int) -> None:
+        while node is not None:
+            node.last_access = now
+            node = node.parent
 
     @staticmethod
     def _differing(caller: bytes, tree: bytes) -> bytes:

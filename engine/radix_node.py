@@ -83,10 +83,14 @@ class MatchResult:
 class NamespaceState:
     """One namespace's tree root and counters."""
 
-    __slots__ = ("root", "hit_tokens", "miss_tokens", "pinned_tokens", "pin_quota")
+    __slots__ = ("root", "hit_tokens", "miss_tokens", "pinned_tokens", "pin_quota", "last_tokens", "last_match")
 
     def __init__(self) -> None:
         self.root = RadixNode(b"", b"", None)
+        # The latest match_prefix (its token bytes object and result), so that
+        # an insert of the same tokens right after resumes at the matched node.
+        self.last_tokens: bytes | None = None
+        self.last_match: MatchResult | None = None
         self.hit_tokens = 0
         self.miss_tokens = 0
         self.pinned_tokens = 0

@@ -6,6 +6,7 @@ knows nothing of nodes, splits or heaps. Eviction order is the cache's own
 choice; the model checks it only removed unprotected, prefix-closed entries.
 """
 
+from array import array
 from collections import Counter
 
 import pytest
@@ -109,6 +110,36 @@ class RadixMachine(RuleBasedStateMachine):
         if lock:
             self.cache.lock(result.node)
             self.locks.append((ns, tuple(tokens[:ref_len]), result.node))
+
+    @rule(ns=namespaces, request=requests, num_evict=st.integers(0, 8), recompute=st.booleans())
+    def scheduled_request(self, ns, request, num_evict, recompute):
+        """A scheduler's round: match (same token bytes object), lock, evict, allocate, insert, unlock."""
+        RadixMachine.num_steps += 1
+        tokens = self.tokens_of(request, ns)
+        self.seen.append(tuple(tokens))
+        data = array("i", tokens).tobytes()
+        ref_pages, ref_len = self.ref_match(ns, tokens)
+        result = self.cache.match_prefix(ns, data)
+        assert (result.pages, result.length) == (ref_pages, ref_len)
+        for pin_id, (pin_ns, prefix) in self.pins.items():
+            if pin_ns == ns and len(prefix) <= ref_len and tuple(tokens[: len(prefix)]) == prefix:
+                self.hits[pin_id] += 1
+        self.cache.lock(result.node)
+        lock = (ns, tuple(tokens[:ref_len]), result.node)
+        self.locks.append(lock)
+        self.evict_and_sync(num_evict)
+        num_pages = len(tokens) // self.ps
+        num_new = num_pages - len(ref_pages)
+        if self.pool.can_allocate(num_pages if recompute else num_new):
+            # recompute: the caller computed the whole sequence itself; its copies of the prefix get freed
+            pages = self.pool.allocate(num_pages) if recompute else result.pages + self.pool.allocate(num_new)
+            assert self.cache.insert(ns, data, pages) == num_new * self.ps
+            pages = result.pages + pages[len(result.pages):]
+            for i in range(num_pages):
+                self.model[ns].setdefault(tuple(tokens[: (i + 1) * self.ps]), pages[i])
+            RadixMachine.events["scheduled"] += 1
+        self.locks.remove(lock)
+        self.cache.unlock(result.node)
 
     @precondition(lambda self: self.locks)
     @rule(index=st.integers(0, 100))
@@ -301,5 +332,5 @@ def test_radix_cache_matches_reference_model_over_2000_steps():
     )
     assert RadixMachine.num_steps >= MIN_STEPS, RadixMachine.num_steps
     events = RadixMachine.events
-    assert all(events[name] >= 5 for name in ("evict_with_lock", "evict_with_pin", "pin", "duplicates_freed", "held")), events
+    assert all(events[name] >= 5 for name in ("evict_with_lock", "evict_with_pin", "pin", "duplicates_freed", "held", "scheduled")), events
     assert events["quota_exceeded"] >= 2, events
