@@ -129,7 +129,12 @@ class RadixCache(RadixPins):
         return memoryview(b"".join(parts)).cast("i").tolist(), pos >> 2
 
     def insert(self, namespace: Hashable, tokens, pages) -> int:
-        """Cache tokens[: len(pages) * page_size]; returns the number of new tokens."""
+        """Cache tokens[: len(pages) * page_size]; returns the number of new tokens.
+
+        Called with the very token bytes object of the namespace's latest
+        match_prefix (a scheduler's match-then-insert), it starts at the
+        matched node instead of walking down again (see _can_resume).
+        """
         page_ids = pages if type(pages) is bytes else page_ids_to_bytes(pages)
         pb = self._page_bytes
         end = (len(page_ids) >> 2) * pb
