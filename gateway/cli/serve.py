@@ -44,8 +44,7 @@ def serve(
 
     log.info("migrating %s", safe_url(settings.db_url))
     upgrade(settings.db_url)
-    # The dashboard's Engine page reads live cache gauges from this gateway's /metrics.
-    os.environ.setdefault("RADIXGATE_GATEWAY_URL", f"http://{settings.host}:{settings.port}")
+    # The dashboard's Engine page reads live cache gauges from this gateway's /metrics (RADIXGATE_GATEWAY_URL).
     dashboard_process = (
         start_dashboard(settings.db_url, settings.dashboard_port, settings.host, gateway_url(settings))
         if with_dashboard else None
