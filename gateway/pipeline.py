@@ -87,8 +87,11 @@ def prepare_request(
     """Canonicalize, render and tokenize one request. Raises ApiError (400) for bad templates or long prompts."""
     validate_request(body)
     raw_body = body.body_dict()
-    sections = canonicalize(raw_body)
-    raw_ids = tuple(render_raw(tokenizer, raw_body))
+    try:
+        sections = canonicalize(raw_body)
+        raw_ids = tuple(render_raw(tokenizer, raw_body))
+    except ValueError as exc:  # malformed context, tools or messages the schema let through
+        raise bad_request(f"Malformed request body: {exc}", None, "invalid_request_body") from exc
     if body.canonicalize:
         rendered = render_sections(templates, sections, tokenizer, body.template, tenant_template)
         tokenized = tokenize_segments(tokenizer, rendered.segments)
@@ -105,7 +108,8 @@ def prepare_request(
     params = generation_params(body, default_max_tokens)
     forced = forced_tool_prefix(body)
     if forced:
-        token_ids += tuple(tokenizer.encode(forced, add_special_tokens=False))
+        # The forced prefix carries a client-named tool: its text must never become control tokens.
+        token_ids += tuple(tokenizer.encode(forced, add_special_tokens=False, split_special_tokens=True))
         text += forced
         params = replace(params, stop=(*params.stop, TOOL_CALL_CLOSE))
     check_length(len(token_ids), max_context)

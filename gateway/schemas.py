@@ -63,6 +63,17 @@ class ChatCompletionRequest(BaseModel):
             raise ValueError("at most 4 stop sequences")
         return value
 
+    @field_validator("tools")
+    @classmethod
+    def _check_tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for index, tool in enumerate(value or ()):
+            function = tool.get("function")
+            if tool.get("type", "function") != "function" or not isinstance(function, dict):
+                raise ValueError(f"tools[{index}] must be {{'type': 'function', 'function': {{'name': ...}}}}")
+            if not isinstance(function.get("name"), str) or not function["name"]:
+                raise ValueError(f"tools[{index}].function.name must be a non-empty string")
+        return value
+
     def stop_list(self) -> list[str]:
         if self.stop is None:
             return []

@@ -99,3 +99,10 @@ def test_full_engine_queue_is_503_with_retry_after(tmp_path, shared_engine):
         streamed = client.post("/v1/chat/completions", json=chat_body(stream=True), headers=tenant["headers"])
         assert_error(streamed, 503, "overloaded")
         assert client.app.state.gw.tenant_limits.num_active(tenant["id"]) == 0
+
+
+def test_malformed_context_is_400_and_the_app_keeps_serving(client, tenant):
+    headers = tenant["headers"]
+    for bad in (chat_body(context=[{"id": "d1"}]), chat_body(context=[7]), chat_body(tools=[{"type": "function"}])):
+        assert_error(client.post("/v1/chat/completions", json=bad, headers=headers), 400)
+    assert client.post("/v1/chat/completions", json=chat_body(max_tokens=2), headers=headers).status_code == 200
