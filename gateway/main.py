@@ -5,7 +5,7 @@
 
 The lifespan builds, in order: database engine and session factory -> migrations
 -> admin key -> Engine (unless injected) -> TemplateRegistry -> Metrics ->
-LogWriter (started) -> ShadowIndex -> MissAttributor -> Router -> re-warm
+LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router -> re-warm
 stored pins; shutdown reverses it (the LogWriter flushes what is queued; an
 engine the app built is shut down, an injected one is left running).
 """
@@ -107,6 +107,11 @@ def build_services(gw: GatewayState) -> None:
     page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size=page_size, max_tokens_per_tenant=settings.shadow_max_tokens_per_tenant)
     gw.miss_attributor = MissAttributor()
+    if gw.engine is not None:
+        from gateway.db.engine_snapshots import EngineSnapshotter
+
+        interval_s = settings.engine_snapshot_interval_s
+        gw.snapshotter = EngineSnapshotter(gw.session_factory, gw.engine.stats, interval_s).start()
 
 
 def build_backends(gw: GatewayState):
@@ -133,6 +138,8 @@ async def rewarm_pins(gw: GatewayState) -> None:
 async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
     for task in list(gw.background_tasks):
         task.cancel()
+    if gw.snapshotter is not None:
+        await asyncio.to_thread(gw.snapshotter.stop)
     if gw.log_writer is not None:
         await asyncio.to_thread(gw.log_writer.stop, True)
     if owns_engine and gw.engine is not None:

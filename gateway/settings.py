@@ -80,6 +80,7 @@ class Settings(BaseSettings):
     default_max_tokens: int = 256
     default_tenant_concurrency: int = 64
     shadow_max_tokens_per_tenant: int = 1_000_000
+    engine_snapshot_interval_s: float = 60.0  # how often engine cache stats are stored for the dashboard
     rewarm_pins: bool = True
     log_level: str = "INFO"
     engine: EngineSettings = Field(default_factory=EngineSettings)

@@ -64,6 +64,7 @@ class GatewayState:
     shadow: Any = None
     metrics: Any = None
     miss_attributor: Any = None
+    snapshotter: Any = None  # gateway.db.engine_snapshots.EngineSnapshotter, when the embedded engine runs
     router: BackendRouter | None = None
     pins: Any = None  # gateway.pins.PinBook, created by the pins service on first use
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))

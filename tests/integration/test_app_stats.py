@@ -47,3 +47,17 @@ def test_metrics_expose_request_token_and_engine_series(client):
     assert 'radixgate_requests_total{status="ok",tenant="acme"} 2.0' in text
     assert 'radixgate_cached_tokens_total{tenant="acme"}' in text
     assert "radixgate_ttft_seconds_bucket" in text and "radixgate_log_queue_depth" in text
+
+
+def test_app_stores_engine_cache_snapshots_for_the_dashboard(tmp_path, engine):
+    from sqlalchemy import select
+
+    from gateway.db.models import EngineStatSnapshot
+
+    with TestClient(create_app(make_settings(tmp_path), engine=engine)) as client:
+        tenant = create_tenant(client, "snap")
+        assert client.post("/v1/chat/completions", json=chat_body(), headers=tenant["headers"]).status_code == 200
+        gw = client.app.state.gw
+    with gw.session_factory() as session:  # the lifespan's shutdown takes a last snapshot
+        rows = session.scalars(select(EngineStatSnapshot)).all()
+    assert rows and rows[-1].cached_tokens > 0
