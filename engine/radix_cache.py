@@ -43,10 +43,11 @@ from engine.radix_node import (
     page_ids_to_bytes,
     token_bytes,
 )
+from engine.radix_eviction import RadixEviction
 from engine.radix_pins import RadixPins
 
 
-class RadixCache(RadixPins):
+class RadixCache(RadixEviction, RadixPins):
     """Prefix cache over a KVPool's pages; see the module docstring for the contracts."""
 
     def __init__(self, pool: KVPool) -> None:
@@ -233,17 +234,6 @@ class RadixCache(RadixPins):
         self.num_nodes += 1
         return upper
 
-    def _unlink_leaf(self, node: RadixNode) -> bytes:
-        """Detach an evictable leaf; returns its pages (the caller updates the counters)."""
-        parent = node.parent
-        children = parent.children
-        del children[node.key[: self._page_bytes]]
-        if not children:
-            parent.children = None
-        pages = node.pages
-        node.pages = None
-        return pages
-
     # ----- lock / unlock -----
     def lock(self, node: RadixNode) -> None:
         """Protect the path root..node from eviction (reference counted)."""
@@ -270,60 +260,6 @@ class RadixCache(RadixPins):
                     self._push_if_evictable(node)
             node = node.parent
         self.num_evictable_pages += num_bytes >> 2
-
-    # ----- eviction -----
-    # Heap invariant: every evictable leaf (unlocked, unpinned, childless,
-    # not a root) has at least one entry whose time is <= its last_access.
-    # Entries are pushed only when a node becomes such a leaf; an access just
-    # moves last_access forward, and a popped entry whose time is stale is
-    # pushed back with the current time. The first popped entry whose time is
-    # current is therefore the exact least-recently-used evictable leaf.
-    def _push_if_evictable(self, node: RadixNode) -> None:
-        if node.lock_ref or node.pin_ref or node.parent is None:
-            return
-        heapq.heappush(self._heap, (node.last_access, next(self._tiebreak), node))
-        if len(self._heap) > 2 * self.num_nodes + 1024:
-            self._compact_heap()
-
-    def _compact_heap(self) -> None:
-        latest = {}
-        for entry in self._heap:
-            node = entry[2]
-            if node.pages is not None and not node.children and not node.lock_ref and not node.pin_ref:
-                latest[id(node)] = (node.last_access, next(self._tiebreak), node)
-        self._heap = list(latest.values())
-        heapq.heapify(self._heap)
-
-    def evict(self, num_pages: int) -> int:
-        """Free LRU unlocked, unpinned leaves until >= num_pages freed; returns pages freed."""
-        freed = []
-        num_bytes = 0
-        want_bytes = num_pages << 2
-        heap = self._heap
-        pop, push, tiebreak, unlink = heapq.heappop, heapq.heappush, self._tiebreak, self._unlink_leaf
-        while num_bytes < want_bytes and heap:
-            time, _, node = pop(heap)
-            if node.pages is None or node.children or node.lock_ref or node.pin_ref:
-                continue
-            if node.last_access != time:
-                push(heap, (node.last_access, next(tiebreak), node))
-                continue
-            pages = unlink(node)
-            freed.append(pages)
-            num_bytes += len(pages)
-            parent = node.parent
-            if parent.children is None:
-                self._push_if_evictable(parent)
-        if not freed:
-            return 0
-        self.pool.release_unique(b"".join(freed))
-        num_freed = num_bytes >> 2
-        self.num_nodes -= len(freed)
-        self.num_cached_pages -= num_freed
-        self.num_evictable_pages -= num_freed
-        self.num_evicted_pages += num_freed
-        self.num_evicted_nodes += len(freed)
-        return num_freed
 
     # ----- stats -----
     def stats(self) -> dict:
