@@ -36,7 +36,8 @@ def decode(
     device: str = typer.Option("auto", help="cpu | cuda | auto."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     repeat: int = typer.Option(3, min=1, help="Passes per batch size; the table shows medians."),
-    threads: int = typer.Option(0, min=0, help="torch.set_num_threads (0: leave torch's default)."),
+    threads: int = typer.Option(1, min=0, help="torch.set_num_threads; 0 leaves torch's default. One thread is "
+                                "the default: on a shared 2-core box two OpenMP threads measured 10x slower."),
     vs: list[str] = typer.Option([], "--vs", help="Also time a baseline side by side: hf (transformers generate)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
 ) -> None:
