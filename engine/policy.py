@@ -2,11 +2,12 @@
 
   fcfs        arrival order (a preempted request goes back to the front).
   lpm         longest cached prefix first; ties keep arrival order.
-  dfs-weight  walk the page-block tree of the waiting prompts depth-first,
-              heavier subtrees (more waiting requests below) first, so
-              requests that share a branch run back to back while it is
-              resident (SGLang's DFS-weight, over the prompts' full prefixes
-              rather than only their cached part, so cold groups cluster too).
+  dfs-weight  walk the page-block tree of the waiting prompts depth-first:
+              the branch with the longest resident (cached) prefix first, then
+              heavier subtrees (more waiting requests below), so requests that
+              share a branch run back to back while it is resident (SGLang's
+              DFS-weight, over the prompts' full prefixes rather than only
+              their cached part, so cold groups cluster too).
 
 Every policy is a pure function of the waiting list and each request's
 current match length; none touches the cache.
@@ -22,13 +23,14 @@ if TYPE_CHECKING:
 
 
 class _TrieNode:
-    __slots__ = ("children", "requests", "weight", "first_arrival")
+    __slots__ = ("children", "requests", "weight", "first_arrival", "num_cached")
 
     def __init__(self) -> None:
         self.children: dict[bytes, _TrieNode] = {}
         self.requests: list[Request] = []
         self.weight = 0
         self.first_arrival = 0
+        self.num_cached = 0  # longest cached prefix among the requests below
 
 
 def order_fcfs(waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int) -> list[Request]:
@@ -46,23 +48,27 @@ def order_dfs_weight(
     """Depth-first over the page-block trie of the waiting prompts, heaviest child first."""
     roots: dict[str, _TrieNode] = {}
     for arrival, req in enumerate(waiting):
+        num_cached = match_length(req)
         node = roots.setdefault(req.namespace, _TrieNode())
         node.weight += 1
+        node.num_cached = max(node.num_cached, num_cached)
         for block in req.prompt_blocks(page_size):
             child = node.children.get(block)
             if child is None:
                 child = node.children[block] = _TrieNode()
                 child.first_arrival = arrival
             child.weight += 1
+            child.num_cached = max(child.num_cached, num_cached)
             node = child
         node.requests.append(req)
     ordered: list[Request] = []
-    for root in sorted(roots.values(), key=lambda n: -n.weight):
+    by_residency_then_weight = lambda n: (-n.num_cached, -n.weight, n.first_arrival)  # noqa: E731
+    for root in sorted(roots.values(), key=by_residency_then_weight):
         stack = [root]
         while stack:
             node = stack.pop()
             ordered.extend(node.requests)
-            children = sorted(node.children.values(), key=lambda n: (-n.weight, n.first_arrival))
+            children = sorted(node.children.values(), key=by_residency_then_weight)
             stack.extend(reversed(children))
     return ordered
 

@@ -47,3 +47,10 @@ def test_dfs_weight_orders_namespaces_by_weight():
 def test_unknown_policy_is_rejected():
     with pytest.raises(ValueError):
         order_waiting("random", [], lambda r: 0, 4)
+
+
+def test_dfs_weight_prefers_a_resident_branch_over_a_heavier_cold_one():
+    reqs = [request("b1", B + [1] * 4), request("b2", B + [2] * 4), request("a1", A + [5] * 4)]
+    cached = {"b1": 0, "b2": 0, "a1": 8}
+    order = names(order_waiting("dfs-weight", reqs, lambda r: cached[r.request_id], 4))
+    assert order == ["a1", "b1", "b2"]
