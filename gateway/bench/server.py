@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -27,9 +28,14 @@ class ServerProcess:
 
     Use as a context manager: entering starts the server and waits for /healthz; leaving stops it.
     `env` adds RADIXGATE_* settings (e.g. {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536"}).
+    `command` replaces the default launcher (this interpreter running gateway.cli), e.g. the installed
+    `radixgate` console script; `serve` is appended either way.
     """
 
-    def __init__(self, *, env: dict[str, str] | None = None, workdir: str | Path | None = None) -> None:
+    def __init__(
+        self, *, env: dict[str, str] | None = None, workdir: str | Path | None = None,
+        command: Sequence[str] | None = None,
+    ) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="radixgate-server-") if workdir is None else None
         self.workdir = Path(workdir or self._tmp.name)
         self.port = free_port()
@@ -44,13 +50,13 @@ class ServerProcess:
             "RADIXGATE_PORT": str(self.port),
             **(env or {}),
         }
+        self.command = list(command or [sys.executable, "-c", "from gateway.cli import app; app()"]) + ["serve"]
         self._process: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> ServerProcess:
-        command = [sys.executable, "-c", "from gateway.cli import app; app()", "serve"]
         with open(self.log_path, "w") as log_file:
             self._process = subprocess.Popen(
-                command, env=self.env, cwd=self.workdir, stdout=log_file, stderr=subprocess.STDOUT
+                self.command, env=self.env, cwd=self.workdir, stdout=log_file, stderr=subprocess.STDOUT
             )
         self.wait_ready(timeout_s)
         return self

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
+from gateway.bench.server import free_port
+
+__all__ = ["RADIXGATE", "free_port"]
+
 RADIXGATE = Path(sys.executable).with_name("radixgate")
-
-
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
