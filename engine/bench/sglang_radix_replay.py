@@ -70,23 +70,40 @@ def prepare(tokens, offsets, page_size: int):
 
 
 def replay_python(keys, values, lengths, page_size: int, capacity: int | None, quiet: bool):
-    from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
+    """SGLang's Python RadixCache; returns (result, tree) so the caller can measure the tree."""
     from sglang.srt.mem_cache.radix_cache import RadixCache
-    from tqdm import tqdm
 
     tree = RadixCache.create_simulated(page_size=page_size, mock_allocator=CountingAllocator())
+
+    def lock(node):
+        tree.inc_lock_ref(node)
+        return node
+
+    result = replay(tree, lock, tree.dec_lock_ref, keys, values, lengths, capacity,
+                    desc=f"sglang ps={page_size}", quiet=quiet)
+    return result, tree
+
+
+def replay(tree, lock, unlock, keys, values, lengths, capacity: int | None, *, desc: str, quiet: bool) -> dict:
+    """Per request: match, lock, evict if capacity lacks room for the new tokens, insert, unlock.
+
+    `lock(node)` returns the handle that `unlock` takes (the two SGLang trees lock differently).
+    requests_per_s counts CPU seconds of the loop only, with gc frozen over what existed before.
+    """
+    from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
+    from tqdm import tqdm
+
     match_s = insert_s = evict_s = 0.0
     hits = total = 0
     clock = time.perf_counter
-    bar = tqdm(total=len(keys), desc=f"sglang ps={page_size}", unit="req", disable=quiet, leave=False, file=sys.stderr)
+    bar = tqdm(total=len(keys), desc=desc, unit="req", disable=quiet, leave=False, file=sys.stderr)
     gc.collect()
     gc.freeze()
     cpu0, wall0 = time.process_time(), clock()
     for i, key in enumerate(keys):
         t0 = clock()
         result = tree.match_prefix(MatchPrefixParams(key=key))
-        node = result.last_device_node
-        tree.inc_lock_ref(node)
+        handle = lock(result.last_device_node)
         t1 = clock()
         num_tokens, aligned = lengths[i]
         if capacity:
@@ -96,7 +113,7 @@ def replay_python(keys, values, lengths, page_size: int, capacity: int | None, q
                 tree.evict(EvictParams(num_tokens=num_new - num_free))
         t2 = clock()
         tree.insert(InsertParams(key=key, value=values[i]))
-        tree.dec_lock_ref(node)
+        unlock(handle)
         t3 = clock()
         match_s += t1 - t0
         evict_s += t2 - t1
@@ -109,7 +126,7 @@ def replay_python(keys, values, lengths, page_size: int, capacity: int | None, q
     gc.unfreeze()
     bar.close()
     return {"requests_per_s": len(keys) / cpu_s, "hit_rate": hits / total, "match_s": match_s,
-            "insert_s": insert_s, "evict_s": evict_s, "cpu_s": cpu_s, "wall_s": wall_s}, tree
+            "insert_s": insert_s, "evict_s": evict_s, "cpu_s": cpu_s, "wall_s": wall_s}
 
 
 def make_unified(page_size: int):
@@ -132,46 +149,10 @@ def make_unified(page_size: int):
     return cache
 
 
-def replay_unified(keys, values, lengths, page_size: int, capacity: int | None, quiet: bool):
-    from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
-    from tqdm import tqdm
-
+def replay_unified(keys, values, lengths, page_size: int, capacity: int | None, quiet: bool) -> dict:
     tree = make_unified(page_size)
-    match_s = insert_s = evict_s = 0.0
-    hits = total = 0
-    clock = time.perf_counter
-    bar = tqdm(total=len(keys), desc=f"sglang unified ps={page_size}", unit="req", disable=quiet, leave=False,
-               file=sys.stderr)
-    gc.collect()
-    gc.freeze()
-    cpu0, wall0 = time.process_time(), clock()
-    for i, key in enumerate(keys):
-        t0 = clock()
-        result = tree.match_prefix(MatchPrefixParams(key=key))
-        lock = tree.lock(result.last_device_node)
-        t1 = clock()
-        num_tokens, aligned = lengths[i]
-        if capacity:
-            num_new = aligned - result.device_prefix_len
-            num_free = capacity - tree.evictable_size() - tree.protected_size()
-            if num_free < num_new:
-                tree.evict(EvictParams(num_tokens=num_new - num_free))
-        t2 = clock()
-        tree.insert(InsertParams(key=key, value=values[i]))
-        tree.unlock(lock)
-        t3 = clock()
-        match_s += t1 - t0
-        evict_s += t2 - t1
-        insert_s += t3 - t2
-        hits += result.device_prefix_len
-        total += num_tokens
-        if i % 250 == 249:
-            bar.update(250)
-    cpu_s, wall_s = time.process_time() - cpu0, clock() - wall0
-    gc.unfreeze()
-    bar.close()
-    return {"requests_per_s": len(keys) / cpu_s, "hit_rate": hits / total, "match_s": match_s,
-            "insert_s": insert_s, "evict_s": evict_s, "cpu_s": cpu_s, "wall_s": wall_s}
+    return replay(tree, tree.lock, tree.unlock, keys, values, lengths, capacity,
+                  desc=f"sglang unified ps={page_size}", quiet=quiet)
 
 
 def deep_size(tree) -> int:
