@@ -6,9 +6,11 @@ import json
 import time
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.db.models import RequestLog
+from gateway.main import create_app
 from gateway.settings import Settings
 
 ADMIN_KEY = "sk-test-admin"
@@ -18,6 +20,11 @@ SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 
 def make_settings(tmp_path: Path, **overrides) -> Settings:
     return Settings(db_url=f"sqlite:///{tmp_path / 'app.db'}", admin_key=ADMIN_KEY, rewarm_pins=False, **overrides)
+
+
+def make_client(tmp_path: Path, engine) -> TestClient:
+    """A TestClient on a fresh app over tmp_path/app.db with `engine` injected; `with` it to run the lifespan."""
+    return TestClient(create_app(make_settings(tmp_path), engine=engine))
 
 
 def admin_headers() -> dict:

@@ -8,7 +8,8 @@ Tests that use it are `slow`.
 Tenant ids restart at 1 in every fresh database, so two tests' tenants can map
 to the same cache namespace on the shared engine: take `engine` (the shared
 engine with its unpinned cache flushed first) when a test asserts on
-cached_tokens.
+cached_tokens. `client` is a TestClient on a fresh app (tmp_path SQLite) over `engine`;
+a module that needs another app defines its own `client`.
 """
 
 from __future__ import annotations
@@ -34,3 +35,11 @@ def engine(shared_engine):
     """The shared engine with every unlocked, unpinned cached page evicted (no hits left over from other tests)."""
     shared_engine.flush_cache()
     return shared_engine
+
+
+@pytest.fixture()
+def client(tmp_path, engine) -> Iterator:
+    from app_helpers import make_client
+
+    with make_client(tmp_path, engine) as test_client:
+        yield test_client

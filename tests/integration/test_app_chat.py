@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_helpers import chat_body, create_tenant, make_settings, sse_payloads, wait_for_log_rows
-from fastapi.testclient import TestClient
-
-from gateway.main import create_app
+from app_helpers import chat_body, create_tenant, sse_payloads, wait_for_log_rows
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture()
-def client(tmp_path, engine):
-    with TestClient(create_app(make_settings(tmp_path), engine=engine)) as test_client:
-        yield test_client
 
 
 def test_chat_completion_answers_and_second_identical_request_hits_cache(client):

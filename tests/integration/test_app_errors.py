@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import chat_body, create_tenant, make_settings
-from fastapi.testclient import TestClient
-
-from gateway.main import create_app
+from app_helpers import chat_body, create_tenant, make_client
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +12,7 @@ ERROR_FIELDS = {"message", "type", "param", "code"}
 
 @pytest.fixture()
 def client(tmp_path, shared_engine):
-    with TestClient(create_app(make_settings(tmp_path), engine=shared_engine)) as test_client:
+    with make_client(tmp_path, shared_engine) as test_client:
         yield test_client
 
 
@@ -91,7 +88,7 @@ def test_full_engine_queue_is_503_with_retry_after(tmp_path, shared_engine):
     # A second, never-started engine over the same weights: its waiting queue only fills.
     stalled = Engine(EngineConfig(max_queue=1, kv_cache_tokens=4096), runner=shared_engine.runner)
     stalled.submit([1, 2, 3], SamplingParams(max_tokens=1), lambda output: None)
-    with TestClient(create_app(make_settings(tmp_path), engine=stalled)) as client:
+    with make_client(tmp_path, stalled) as client:
         tenant = create_tenant(client, "acme")
         response = client.post("/v1/chat/completions", json=chat_body(), headers=tenant["headers"])
         assert_error(response, 503, "overloaded")

@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import admin_headers, chat_body, create_tenant, make_settings, wait_for_log_rows
-from fastapi.testclient import TestClient
-
-from gateway.main import create_app
+from app_helpers import admin_headers, chat_body, create_tenant, make_client, wait_for_log_rows
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture()
-def client(tmp_path, engine):
-    with TestClient(create_app(make_settings(tmp_path), engine=engine)) as test_client:
-        yield test_client
 
 
 def test_stats_report_the_callers_own_requests_and_hit_rate(client):
@@ -54,7 +45,7 @@ def test_app_stores_engine_cache_snapshots_for_the_dashboard(tmp_path, engine):
 
     from gateway.db.models import EngineStatSnapshot
 
-    with TestClient(create_app(make_settings(tmp_path), engine=engine)) as client:
+    with make_client(tmp_path, engine) as client:
         tenant = create_tenant(client, "snap")
         assert client.post("/v1/chat/completions", json=chat_body(), headers=tenant["headers"]).status_code == 200
         gw = client.app.state.gw

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import create_tenant, make_settings, wait_for_log_rows
-from fastapi.testclient import TestClient
+from app_helpers import create_tenant, wait_for_log_rows
 
 from gateway.db.doctor import diagnose
-from gateway.main import create_app
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +19,6 @@ def dated_body(day: int, **fields) -> dict:
     system = f"Today is 2026-11-{day:02d}. You are the support assistant of Acme. {STATIC_RULES}"
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"Question number {day}?"}]
     return {"model": "default", "messages": messages, "max_tokens": 2, "temperature": 0, **fields}
-
-
-@pytest.fixture()
-def client(tmp_path, engine):
-    with TestClient(create_app(make_settings(tmp_path), engine=engine)) as test_client:
-        yield test_client
 
 
 def test_doctor_blames_the_date_when_canonicalization_is_off(client):
