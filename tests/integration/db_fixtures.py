@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from gateway.bench.server import free_port
 from gateway.db import migrate
 
 PG_URL = os.environ.get("RADIXGATE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -58,12 +58,6 @@ def db_url(request, tmp_path) -> Iterator[str]:
 def migrated_url(db_url) -> str:
     migrate.upgrade(db_url)
     return db_url
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TcpProxy:
