@@ -194,20 +194,20 @@ def time_queries(url: str, end: datetime, days: int, repeats: int = 3) -> dict[s
 def create_scratch_database(server_url: str) -> str:
     """A new, uniquely named PostgreSQL database on the server at `server_url`; returns its URL."""
     name = f"radixgate_bench_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(server_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
+    execute_autocommit(server_url, f'CREATE DATABASE "{name}"')
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 def drop_scratch_database(server_url: str, url: str) -> None:
+    execute_autocommit(server_url, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
+
+def execute_autocommit(server_url: str, statement: str) -> None:
+    """One statement outside any transaction (CREATE/DROP DATABASE refuse to run inside one)."""
     admin = make_engine(server_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+            connection.execute(text(statement))
     finally:
         admin.dispose()
 
