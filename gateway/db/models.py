@@ -84,6 +84,8 @@ class Tenant(Base):
     max_concurrency: Mapped[int | None] = mapped_column(Integer)
     store_prompts: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+    # The tenant's own dynamic-content rules, {name: regex} as JSON text (None: the defaults only).
+    dynamic_rules: Mapped[str | None] = mapped_column(Text)
 
 
 class ApiKey(Base):
