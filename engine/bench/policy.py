@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from engine.bench.agent_workload import AgentRequest
+from engine.bench.pass_check import flush_and_check
 from engine.config import EngineConfig
 from engine.engine import Engine
-from engine.errors import EngineError
 from engine.kv_pool import KVPool
 from engine.radix_cache import RadixCache
 from engine.sampling_params import RequestOutput, SamplingParams
@@ -72,12 +72,7 @@ def run_one(runner, config: EngineConfig, requests: list[AgentRequest], label: s
         finals = replay(engine, requests, label, progress)
         wall_s = time.perf_counter() - started
         num_preemptions = engine.stats()["num_preemptions"]
-        engine.flush_cache()
-        if engine.pool.num_free_pages != engine.pool.num_pages:
-            raise EngineError(f"page leak: {engine.pool.num_pages - engine.pool.num_free_pages} pages held")
-    errors = [f.error for f in finals if f.error is not None]
-    if errors:
-        raise errors[0]
+        flush_and_check(engine, finals)
     prompt = sum(f.usage.prompt_tokens for f in finals)
     cached = sum(f.usage.cached_tokens for f in finals)
     completion = sum(f.usage.completion_tokens for f in finals)

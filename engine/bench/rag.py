@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from engine.bench.workloads import RagWorkload
+from engine.bench.pass_check import flush_and_check
 from engine.config import EngineConfig
 from engine.engine import Engine
-from engine.errors import EngineError
 from engine.sampling_params import RequestOutput, SamplingParams
 
 Progress = Callable[[str, int], None]  # (label, num_done) after each finished request
@@ -72,12 +72,7 @@ def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: boo
         started = time.perf_counter()
         finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
         wall_s = time.perf_counter() - started
-        engine.flush_cache()
-        if engine.pool.num_free_pages != engine.pool.num_pages:
-            raise EngineError(f"page leak: {engine.pool.num_pages - engine.pool.num_free_pages} pages held")
-    errors = [f.error for f in finals if f.error is not None]
-    if errors:
-        raise errors[0]
+        flush_and_check(engine, finals)
     return PassResult(
         wall_s=wall_s,
         prefill_tokens=sum(f.usage.computed_prefill_tokens for f in finals),

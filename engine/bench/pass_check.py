@@ -1,0 +1,19 @@
+"""What every engine bench checks after a pass: no KV page leaked, no request failed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.engine import Engine
+from engine.errors import EngineError
+from engine.sampling_params import RequestOutput
+
+
+def flush_and_check(engine: Engine, finals: Sequence[RequestOutput]) -> None:
+    """Flush the cache, then raise on a leaked page (every page must be free) or the first request error."""
+    engine.flush_cache()
+    if engine.pool.num_free_pages != engine.pool.num_pages:
+        raise EngineError(f"page leak: {engine.pool.num_pages - engine.pool.num_free_pages} pages held")
+    errors = [f.error for f in finals if f.error is not None]
+    if errors:
+        raise errors[0]

@@ -1,0 +1,35 @@
+"""The rag and policy benches on small generated workloads with the real model: their claims hold."""
+
+import pytest
+
+from engine import EngineConfig
+from engine.bench.agent_workload import agent_requests, generate_agent_rows
+from engine.bench.policy import run_policy_bench
+from engine.bench.rag import run_rag_bench
+from engine.bench.workloads import generate_rag_workload
+
+pytestmark = pytest.mark.slow
+
+
+def test_rag_bench_computes_the_shared_prefix_once_with_identical_outputs(smollm, runners):
+    workload = generate_rag_workload(smollm.tokenizer, num_requests=6, system_tokens=240, document_tokens=120,
+                                     max_new_tokens=4)
+    runner = runners(256, 16)
+    config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_batch_tokens=512)
+    result = run_rag_bench(runner, config, workload)
+    assert result["requests"] == 6 and result["outputs_identical"]
+    assert result["prefill_tokens_off"] == sum(len(p) for p in workload.prompts)
+    # one producer computes the prefix; the five others only their own suffixes (page-aligned)
+    assert result["prefill_tokens_on"] <= result["prefill_tokens_off"] - 5 * (workload.num_prefix_tokens - 16)
+    assert result["cached_tokens_on"] >= 5 * (workload.num_prefix_tokens - 16)
+
+
+def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runners):
+    requests = agent_requests(smollm.tokenizer, generate_agent_rows(num_requests=12))
+    runner = runners(48, 16)  # 768 tokens: far less than the workload's distinct prefixes
+    config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_running=4)
+    result = run_policy_bench(runner, config, requests)
+    assert set(result["policies"]) == {"fcfs", "lpm", "dfs-weight"}
+    assert result["kv_budget_tokens"] == 768 and result["unique_prompt_tokens"] > 768
+    for summary in result["policies"].values():
+        assert 0 <= summary["hit_rate"] < 1 and summary["wall_s"] > 0
