@@ -25,6 +25,7 @@ from gateway.pipeline import TenantTemplate, prepare_request
 from gateway.routing.base import cache_namespace
 from gateway.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
 from gateway.streaming import ChunkFactory, DONE_EVENT, error_event
+from gateway.tenant_rules import rules_for
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -75,6 +76,7 @@ def prepare_in_thread(gw: GatewayState, run: ChatRun, model_id: str):
         max_context=engine.max_context,
         default_max_tokens=gw.settings.default_max_tokens,
         tenant_template=tenant_template,
+        rules=rules_for(tenant),
     )
 
 

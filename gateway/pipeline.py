@@ -26,7 +26,7 @@ from gateway.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.schemas import ChatCompletionRequest
 
 if TYPE_CHECKING:
-    from gateway.canonicalize import Sections
+    from gateway.canonicalize import DynamicRules, Sections
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,16 @@ def prepare_request(
     max_context: int,
     default_max_tokens: int,
     tenant_template: TenantTemplate | None = None,
+    rules: DynamicRules | None = None,
 ) -> PreparedRequest:
-    """Canonicalize, render and tokenize one request. Raises ApiError (400) for bad templates or long prompts."""
+    """Canonicalize (with the tenant's dynamic `rules`; None: the defaults), render and tokenize one request.
+
+    Raises ApiError (400) for bad templates or long prompts.
+    """
     validate_request(body)
     raw_body = body.body_dict()
     try:
-        sections = canonicalize(raw_body)
+        sections = canonicalize(raw_body, rules)
         raw_ids = tuple(render_raw(tokenizer, raw_body))
     except ValueError as exc:  # malformed context, tools or messages the schema let through
         raise bad_request(f"Malformed request body: {exc}", None, "invalid_request_body") from exc

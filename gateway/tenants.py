@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.db.models import AdminKey, ApiKey, Tenant
+from gateway.tenant_rules import dump_rules, validate_rules
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -82,12 +83,21 @@ def create_tenant(
     pin_quota_tokens: int = 0,
     cache_group: str | None = None,
     max_concurrency: int | None = None,
+    dynamic_rules: dict[str, str] | None = None,
 ) -> IssuedKey:
-    """Create a tenant and its first API key. Raises TenantExistsError on a taken name."""
+    """Create a tenant and its first API key.
+
+    Raises TenantExistsError on a taken name, ValueError (naming the rule) on a bad dynamic rule.
+    """
+    rules_text = dump_rules(validate_rules(dynamic_rules))
     if get_tenant(session, name) is not None:
         raise TenantExistsError(f"tenant {name!r} already exists")
     tenant = Tenant(
-        name=name, pin_quota_tokens=pin_quota_tokens, cache_group=cache_group or None, max_concurrency=max_concurrency
+        name=name,
+        pin_quota_tokens=pin_quota_tokens,
+        cache_group=cache_group or None,
+        max_concurrency=max_concurrency,
+        dynamic_rules=rules_text,
     )
     session.add(tenant)
     try:
@@ -95,6 +105,28 @@ def create_tenant(
     except IntegrityError as exc:  # a concurrent create won the race for the name
         raise TenantExistsError(f"tenant {name!r} already exists") from exc
     return issue_key(session, tenant)
+
+
+MUTABLE_FIELDS = ("pin_quota_tokens", "cache_group", "max_concurrency", "dynamic_rules")
+
+
+def update_tenant(session: Session, name: str, changes: dict) -> Tenant:
+    """Apply `changes` (keys from MUTABLE_FIELDS) to a tenant; absent keys stay as they are.
+
+    Raises TenantNotFoundError, or ValueError for an unknown field or a bad dynamic rule (naming it).
+    """
+    unknown = set(changes) - set(MUTABLE_FIELDS)
+    if unknown:
+        raise ValueError(f"cannot update tenant field(s) {sorted(unknown)}")
+    tenant = require_tenant(session, name)
+    for field, value in changes.items():
+        if field == "dynamic_rules":
+            value = dump_rules(validate_rules(value))
+        elif field == "cache_group":
+            value = value or None
+        setattr(tenant, field, value)
+    session.flush()
+    return tenant
 
 
 def get_tenant(session: Session, name: str) -> Tenant | None:

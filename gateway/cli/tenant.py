@@ -39,21 +39,43 @@ def create(
     pin_quota: int = typer.Option(0, "--pin-quota", min=0, help="Tokens this tenant may pin."),
     cache_group: str = typer.Option(None, "--cache-group", help="Share a prefix-cache namespace with this group."),
     max_concurrency: int = typer.Option(None, "--max-concurrency", min=1, help="Concurrent requests allowed."),
+    dynamic_rule: list[str] = typer.Option(
+        None, "--dynamic-rule", help="NAME=REGEX: a sentence matching REGEX is dynamic content (repeatable)."
+    ),
     db: str = DB_OPTION,
 ) -> None:
     """Create a tenant and print its first API key (shown once)."""
     from gateway import tenants
 
+    rules = parse_dynamic_rules(dynamic_rule or [])
     with open_session(db) as session:
         try:
             issued = tenants.create_tenant(
-                session, name, pin_quota_tokens=pin_quota, cache_group=cache_group, max_concurrency=max_concurrency
+                session,
+                name,
+                pin_quota_tokens=pin_quota,
+                cache_group=cache_group,
+                max_concurrency=max_concurrency,
+                dynamic_rules=rules,
             )
         except tenants.TenantExistsError as exc:
             raise typer.BadParameter(str(exc), param_hint="NAME") from exc
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--dynamic-rule") from exc
         key_id = issued.api_key.id
     typer.echo(f"created tenant {name!r} (key id {key_id})")
     typer.echo(f"API key (shown once, stored hashed): {issued.key}")
+
+
+def parse_dynamic_rules(values: list[str]) -> dict[str, str]:
+    """`NAME=REGEX` options as {name: regex}; raises typer.BadParameter for a value without `=`."""
+    rules = {}
+    for value in values:
+        name, sep, pattern = value.partition("=")
+        if not sep or not name.strip() or not pattern:
+            raise typer.BadParameter(f"expected NAME=REGEX, got {value!r}", param_hint="--dynamic-rule")
+        rules[name.strip()] = pattern
+    return rules
 
 
 @app.command("list")

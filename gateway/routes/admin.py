@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from gateway import tenants
 from gateway.db.models import ApiKey, Tenant
 from gateway.deps import AdminDep, SessionDep
-from gateway.errors import conflict, not_found
+from gateway.errors import bad_request, conflict, not_found
+from gateway.tenant_rules import load_rules
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -23,6 +24,16 @@ class TenantCreate(BaseModel):
     pin_quota_tokens: int = Field(default=0, ge=0)
     cache_group: str | None = Field(default=None, max_length=128)
     max_concurrency: int | None = Field(default=None, ge=1)
+    dynamic_rules: dict[str, str] | None = None
+
+
+class TenantUpdate(BaseModel):
+    """PATCH body: only the fields sent change; `dynamic_rules` replaces the tenant's rules ({} or null clears them)."""
+
+    pin_quota_tokens: int = Field(default=0, ge=0)
+    cache_group: str | None = Field(default=None, max_length=128)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    dynamic_rules: dict[str, str] | None = None
 
 
 class KeyOut(BaseModel):
@@ -48,6 +59,7 @@ class TenantOut(BaseModel):
     pin_quota_tokens: int
     cache_group: str | None
     max_concurrency: int | None
+    dynamic_rules: dict[str, str] = {}
     created_at: datetime | None
     keys: list[KeyOut] = []
 
@@ -77,6 +89,7 @@ def tenant_out(tenant: Tenant, keys: list[ApiKey]) -> dict:
         "pin_quota_tokens": tenant.pin_quota_tokens or 0,
         "cache_group": tenant.cache_group,
         "max_concurrency": tenant.max_concurrency,
+        "dynamic_rules": load_rules(tenant.dynamic_rules),
         "created_at": tenant.created_at,
         "keys": [key_out(k) for k in keys],
     }
@@ -89,6 +102,8 @@ def create_tenant(body: TenantCreate, session: SessionDep, _: AdminDep) -> Tenan
         issued = tenants.create_tenant(session, body.name, **body.model_dump(exclude={"name"}))
     except tenants.TenantExistsError as exc:
         raise conflict(str(exc), param="name", code="tenant_exists") from exc
+    except ValueError as exc:  # a bad dynamic rule; the message names it
+        raise bad_request(str(exc), "dynamic_rules", "invalid_dynamic_rule") from exc
     tenant = session.get(Tenant, issued.api_key.tenant_id)
     return TenantCreated(**tenant_out(tenant, [issued.api_key]), api_key=issued_key_out(issued, tenant))
 
@@ -98,6 +113,18 @@ def list_tenants(session: SessionDep, _: AdminDep) -> dict:
     """All tenants with their keys' display prefixes (never the keys)."""
     data = [TenantOut(**tenant_out(t, tenants.list_keys(session, t))) for t in tenants.list_tenants(session)]
     return {"object": "list", "data": data}
+
+
+@router.patch("/tenants/{name}", response_model=TenantOut)
+def update_tenant(name: str, body: TenantUpdate, session: SessionDep, _: AdminDep) -> TenantOut:
+    """Change a tenant's quota, cache group, concurrency limit or dynamic rules (only the fields sent)."""
+    try:
+        tenant = tenants.update_tenant(session, name, body.model_dump(exclude_unset=True))
+    except tenants.TenantNotFoundError as exc:
+        raise not_found(str(exc), param="name") from exc
+    except ValueError as exc:  # a bad dynamic rule; the message names it
+        raise bad_request(str(exc), "dynamic_rules", "invalid_dynamic_rule") from exc
+    return TenantOut(**tenant_out(tenant, tenants.list_keys(session, tenant)))
 
 
 @router.post("/tenants/{name}/keys", status_code=201, response_model=IssuedKeyOut)

@@ -14,6 +14,7 @@ from gateway.chat_service import load_tenant_template, resolve_model
 from gateway.deps import StateDep, TenantDep
 from gateway.pipeline import prepare_request
 from gateway.schemas import ChatCompletionRequest
+from gateway.tenant_rules import rules_for
 
 router = APIRouter(tags=["canonicalize"])
 
@@ -26,11 +27,12 @@ class CanonicalizeRequest(ChatCompletionRequest):
 async def preview(body: CanonicalizeRequest, tenant: TenantDep, gw: StateDep) -> dict:
     """Canonicalize, render and tokenize the body exactly as /v1/chat/completions would."""
     body = body.model_copy(update={"canonicalize": True, "stream": False})
-    return await asyncio.to_thread(build_preview, gw, tenant.id, body)
+    return await asyncio.to_thread(build_preview, gw, tenant, body)
 
 
-def build_preview(gw, tenant_id: int, body: CanonicalizeRequest) -> dict:
-    tenant_template = load_tenant_template(gw, tenant_id, body.template) if body.template else None
+def build_preview(gw, tenant, body: CanonicalizeRequest) -> dict:
+    """The preview for `tenant` (its own templates and dynamic rules)."""
+    tenant_template = load_tenant_template(gw, tenant.id, body.template) if body.template else None
     engine = gw.engine
     prepared = prepare_request(
         body,
@@ -40,6 +42,7 @@ def build_preview(gw, tenant_id: int, body: CanonicalizeRequest) -> dict:
         max_context=engine.max_context,
         default_max_tokens=gw.settings.default_max_tokens,
         tenant_template=tenant_template,
+        rules=rules_for(tenant),
     )
     source = tenant_template.source if tenant_template else builtin_source(gw.templates, prepared.template_name)
     return {
