@@ -5,8 +5,10 @@
 - SessionDep: a request-scoped SQLAlchemy session; committed when the handler
   returns, rolled back if it raises (gateway.db.session.session_scope, the one place).
 - CallerDep / TenantDep: the caller resolved from `Authorization: Bearer <key>`;
-  401 in OpenAI's error shape otherwise. Authentication uses its own short
-  session (committed at once: it touches the key's last_used_at), so the Tenant
+  401 in OpenAI's error shape otherwise. Callers are cached on gw.auth_cache (TTL,
+  stale-if-error: a database outage does not fail requests from known keys).
+  Authentication uses its own short read-only session, then a best-effort one
+  touching the key's last_used_at, so the Tenant
   handed to the handler is detached with its columns loaded. A long streaming
   response therefore never holds a database transaction open.
 - AdminDep: the admin key (RADIXGATE_ADMIN_KEY or a stored admin hash); 401 otherwise.
@@ -14,19 +16,23 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from gateway import tenants
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
-from gateway.errors import unauthorized
+from gateway.errors import service_unavailable, unauthorized
 from gateway.settings import Settings
 from gateway.state import GatewayState
+
+log = logging.getLogger(__name__)
 
 
 def get_state(request: Request) -> GatewayState:
@@ -69,16 +75,54 @@ def bearer_key(request: Request) -> str:
 
 
 def get_caller(request: Request, gw: StateDep) -> Caller:
+    """The caller for the bearer key: from gw.auth_cache while fresh, else from the database.
+
+    If the database cannot be read, a cached caller is served past its TTL (up to
+    auth_cache_stale_s, logged); a key never seen before gets 503. last_used_at is touched
+    when the database is read (so at most once per TTL per key) and never fails the request.
+    """
     key = bearer_key(request)
-    with session_scope(gw.session_factory) as session:
-        found = tenants.authenticate(session, key)
-        if found is None:
-            raise unauthorized("Incorrect API key provided.")
-        tenant, api_key = found
-        session.flush()
-        session.expunge(tenant)
-        caller = Caller(tenant=tenant, api_key_id=api_key.id)
+    cache = gw.auth_cache
+    digest = tenants.hash_key(key)
+    cached = cache.lookup_fresh(digest) if cache is not None else None
+    if cached is not None:
+        return cached
+    try:
+        caller = load_caller(gw, key)
+    except DBAPIError as exc:
+        stale = cache.lookup_stale(digest) if cache is not None else None
+        if stale is None:
+            raise service_unavailable("The gateway's database is unavailable; retry shortly.") from exc
+        log.warning("database unavailable (%s); serving cached credentials for key %d", type(exc).__name__, stale.api_key_id)
+        return stale
+    if caller is None:
+        if cache is not None:
+            cache.forget(digest)
+        raise unauthorized("Incorrect API key provided.")
+    if cache is not None:
+        cache.store(digest, caller, caller.api_key_id)
+    touch_last_used(gw, caller.api_key_id)
     return caller
+
+
+def load_caller(gw: GatewayState, key: str) -> Caller | None:
+    """The caller for `key` read from the database (read-only), or None. Raises DBAPIError if it is down."""
+    with session_scope(gw.session_factory) as session:
+        found = tenants.find_key(session, key)
+        if found is None:
+            return None
+        tenant, api_key = found
+        session.expunge(tenant)
+        return Caller(tenant=tenant, api_key_id=api_key.id)
+
+
+def touch_last_used(gw: GatewayState, api_key_id: int) -> None:
+    """Best effort: a failed last_used_at update is logged, never raised."""
+    try:
+        with session_scope(gw.session_factory) as session:
+            tenants.touch_key(session, api_key_id)
+    except SQLAlchemyError as exc:
+        log.warning("could not touch last_used_at of key %d: %s", api_key_id, type(exc).__name__)
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator
 
 from fastapi import FastAPI
 
+from gateway.auth_cache import AuthCache
 from gateway.errors import install_error_handlers
 from gateway.settings import Settings
 from gateway.state import GatewayState, TenantLimits
@@ -66,6 +67,7 @@ async def build_state(settings: Settings, engine: Any) -> GatewayState:
     session_factory = make_session_factory(db_engine)
     gw = GatewayState(settings=settings, db_engine=db_engine, session_factory=session_factory)
     gw.tenant_limits = TenantLimits(settings.default_tenant_concurrency)
+    gw.auth_cache = AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s)
     gw.admin_key_generated = tenants.bootstrap_admin_key(session_factory, settings)
     gw.engine = engine if engine is not None else await start_engine(settings)
     build_services(gw)

@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     log_queue_max: int = 10_000
     log_batch_size: int = 200
     log_flush_interval_s: float = 0.5
+    auth_cache_ttl_s: float = 0.0  # how long a key is trusted without re-reading the DB (0: read every time)
+    auth_cache_stale_s: float = 600.0  # beyond the TTL, how long a cached key still serves while the DB is down
     dashboard_port: int = 8501
     default_max_tokens: int = 256
     default_tenant_concurrency: int = 64

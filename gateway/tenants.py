@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from gateway.db.models import AdminKey, ApiKey, Tenant
@@ -175,14 +175,26 @@ def authenticate(session: Session, key: str) -> tuple[Tenant, ApiKey] | None:
 
     Touches the key's last_used_at.
     """
+    found = find_key(session, key)
+    if found is not None:
+        found[1].last_used_at = utc_now()
+    return found
+
+
+def find_key(session: Session, key: str) -> tuple[Tenant, ApiKey] | None:
+    """Like `authenticate`, but only reads (the request path touches last_used_at separately)."""
     api_key = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(key)))
     if api_key is None or api_key.revoked_at is not None:
         return None
     tenant = session.get(Tenant, api_key.tenant_id)
     if tenant is None:
         return None
-    api_key.last_used_at = utc_now()
     return tenant, api_key
+
+
+def touch_key(session: Session, key_id: int) -> None:
+    """Set the key's last_used_at to now (one UPDATE; no-op for an unknown id)."""
+    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=utc_now()))
 
 
 def is_admin_key(session: Session, key: str, settings: Settings | None = None) -> bool:

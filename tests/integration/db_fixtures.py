@@ -1,5 +1,6 @@
 """Fixtures for the database tests: one URL per backend (a fresh SQLite file, a fresh PostgreSQL
-database), and a TCP proxy that can be closed and reopened to make PostgreSQL go away mid-run.
+database), a TCP proxy that can be closed and reopened to make PostgreSQL go away mid-run, and
+the two outages built on them (SqliteOutage: the file locked; PostgresOutage: connections refused).
 
 Test modules import the fixtures they use: `from db_fixtures import db_url, migrated_url  # noqa: F401`.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
@@ -116,3 +118,49 @@ class TcpProxy:
         finally:
             writer.transport.abort()
             self._writers.discard(writer)
+
+
+class SqliteOutage:
+    """The SQLite file is locked by another connection holding an exclusive transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.path = make_url(url).database
+        self.url = url
+        self.connect_args = {"timeout": 0.1}
+        self._holder: sqlite3.Connection | None = None
+
+    def go_away(self) -> None:
+        self._holder = sqlite3.connect(self.path, isolation_level=None)
+        self._holder.execute("BEGIN EXCLUSIVE")
+
+    def come_back(self) -> None:
+        self._holder.execute("ROLLBACK")
+        self._holder.close()
+
+    def close(self) -> None:
+        pass
+
+
+class PostgresOutage:
+    """PostgreSQL reached through a TCP proxy that refuses and cuts connections while closed."""
+
+    def __init__(self, url: str) -> None:
+        target = make_url(url)
+        self.proxy = TcpProxy(target.host, target.port or 5432)
+        self.proxy.open()
+        self.url = target.set(host="127.0.0.1", port=self.proxy.port).render_as_string(hide_password=False)
+        self.connect_args = {"connect_timeout": 2}
+
+    def go_away(self) -> None:
+        self.proxy.close()
+
+    def come_back(self) -> None:
+        self.proxy.open()
+
+    def close(self) -> None:
+        self.proxy.shutdown()
+
+
+def make_outage(url: str) -> SqliteOutage | PostgresOutage:
+    """The outage for a migrated database URL; use `.url` to reach it, `.close()` when done."""
+    return SqliteOutage(url) if url.startswith("sqlite") else PostgresOutage(url)

@@ -5,15 +5,13 @@ request — the rows it queued arrive when the database comes back."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 import uuid
 from datetime import datetime, timezone
 
 import pytest
-from db_fixtures import TcpProxy, db_url, migrated_url  # noqa: F401
+from db_fixtures import PostgresOutage, SqliteOutage, db_url, migrated_url  # noqa: F401
 from sqlalchemy import event, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from gateway.db import RequestLog, make_engine, make_session_factory
@@ -167,47 +165,6 @@ def test_unusable_row_is_refused_without_raising(factory):
     assert writer.enqueue({"created_at": "yesterday"}) is False
     assert writer.enqueue({"id": "not-a-uuid"}) is False
     assert writer.num_dropped == 2
-
-
-class SqliteOutage:
-    """The SQLite file is locked by another connection holding an exclusive transaction."""
-
-    def __init__(self, url: str) -> None:
-        self.path = make_url(url).database
-        self.url = url
-        self.connect_args = {"timeout": 0.1}
-        self._holder: sqlite3.Connection | None = None
-
-    def go_away(self) -> None:
-        self._holder = sqlite3.connect(self.path, isolation_level=None)
-        self._holder.execute("BEGIN EXCLUSIVE")
-
-    def come_back(self) -> None:
-        self._holder.execute("ROLLBACK")
-        self._holder.close()
-
-    def close(self) -> None:
-        pass
-
-
-class PostgresOutage:
-    """PostgreSQL reached through a TCP proxy that refuses and cuts connections while closed."""
-
-    def __init__(self, url: str) -> None:
-        target = make_url(url)
-        self.proxy = TcpProxy(target.host, target.port or 5432)
-        self.proxy.open()
-        self.url = target.set(host="127.0.0.1", port=self.proxy.port).render_as_string(hide_password=False)
-        self.connect_args = {"connect_timeout": 2}
-
-    def go_away(self) -> None:
-        self.proxy.close()
-
-    def come_back(self) -> None:
-        self.proxy.open()
-
-    def close(self) -> None:
-        self.proxy.shutdown()
 
 
 @pytest.fixture
