@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from gateway import tenants
 from gateway.db.models import ApiKey, Tenant
-from gateway.deps import AdminDep, SessionDep
+from gateway.deps import AdminDep, SessionDep, StateDep
 from gateway.errors import bad_request, conflict, not_found
 from gateway.tenant_rules import load_rules
 
@@ -138,10 +138,12 @@ def issue_key(name: str, session: SessionDep, _: AdminDep) -> IssuedKeyOut:
 
 
 @router.delete("/keys/{key_id}")
-def revoke_key(key_id: int, session: SessionDep, _: AdminDep) -> dict:
-    """Revoke an API key; requests with it get 401 from then on."""
+def revoke_key(key_id: int, session: SessionDep, gw: StateDep, _: AdminDep) -> dict:
+    """Revoke an API key; requests with it get 401 from then on (its cached caller is dropped too)."""
     try:
         api_key = tenants.revoke_key(session, key_id)
     except tenants.KeyNotFoundError as exc:
         raise not_found(str(exc), param="key_id") from exc
+    if gw.auth_cache is not None:
+        gw.auth_cache.invalidate(key_id)
     return {"id": api_key.id, "object": "api_key", "revoked": True, "revoked_at": api_key.revoked_at}

@@ -13,7 +13,7 @@ from db_fixtures import db_url, make_outage, migrated_url  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from gateway.db.models import RequestLog
+from gateway.db.models import ApiKey, RequestLog
 from gateway.main import create_app
 from gateway.settings import Settings
 
@@ -75,3 +75,22 @@ def test_requests_survive_a_database_outage_and_their_rows_arrive_once(outage, e
         assert gw.log_writer.num_dropped == 0
         time.sleep(0.5)  # a late retry would show up as an extra row
         assert count_rows(gw, tenant["id"]) == (expected, expected)
+
+
+def test_a_revoked_key_is_not_served_from_the_cache_during_an_outage(outage, engine):
+    settings = Settings(db_url=outage.url, admin_key=ADMIN_KEY, rewarm_pins=False, auth_cache_ttl_s=60.0)
+    with TestClient(create_app(settings, engine=engine)) as client:
+        tenant = create_tenant(client, "revoked")
+        assert client.get("/v1/models", headers=tenant["headers"]).status_code == 200
+        assert client.app.state.gw.auth_cache.num_entries == 1
+        with client.app.state.gw.session_factory() as session:
+            key_id = session.scalar(select(ApiKey.id).where(ApiKey.tenant_id == tenant["id"]))
+        revoked = client.delete(f"/admin/keys/{key_id}", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+        assert revoked.status_code == 200, revoked.text
+        assert client.app.state.gw.auth_cache.num_entries == 0
+        outage.go_away()
+        try:
+            response = client.post("/v1/chat/completions", json=chat_body(), headers=tenant["headers"])
+        finally:
+            outage.come_back()
+        assert response.status_code in (401, 503), response.text
