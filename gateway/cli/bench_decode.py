@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gateway.cli.bench_progress import progress_bars
+from gateway.cli.bench_progress import progress_bars, set_torch_threads
 
 TARGETS = {1: 22.0, 8: 150.0, 32: 400.0}  # issue 3, SmolLM2-135M on the 2-core CI machine
 
@@ -49,8 +49,7 @@ def decode(
 
     if set(vs) - {"hf"}:
         raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - {'hf'})}; available: hf")
-    if threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
     sizes = parse_batches(batch)
     num_pages = max(64, sum(-(-(prompt_len + tokens + 2) // 16) for _ in range(max(sizes))) + 8)
     num_pages = max(num_pages, -(-prefill_len // 16) + 8)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gateway.cli.bench_progress import progress_bars
+from gateway.cli.bench_progress import THREADS_HELP, progress_bars, set_torch_threads
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +25,7 @@ def policy(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto | float32 | bfloat16."),
     max_running: int = typer.Option(32, help="Most requests running at once."),
-    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default); 1 avoids oversubscription on a busy machine."),
+    threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the agent workload with each queue policy; hit rate and throughput per policy."""
     from engine import EngineConfig
@@ -34,10 +34,7 @@ def policy(
     from engine.models.loader import load_model
     from engine.runner import ModelRunner
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
 
     loaded = load_model(model)
     rows = load_agent_rows(workload) if workload else generate_agent_rows()

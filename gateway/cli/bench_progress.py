@@ -1,4 +1,4 @@
-"""Rich progress bars for the engine benches: one bar per labelled pass."""
+"""What the engine benches' commands share: rich progress bars (one per labelled pass) and thread setup."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ def progress_bars(total: int) -> Iterator[Callable[[str, int], None]]:
                 bars.update(tasks[label], completed=num_done)
 
         yield progress
+
+
+THREADS_HELP = "torch CPU threads (0: torch's default); 1 avoids oversubscription on a busy machine."
+
+
+def set_torch_threads(threads: int) -> None:
+    """Pin torch's intra-op threads; 0 keeps torch's default."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)

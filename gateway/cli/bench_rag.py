@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gateway.cli.bench_progress import progress_bars
+from gateway.cli.bench_progress import THREADS_HELP, progress_bars, set_torch_threads
 
 TARGET_SPEEDUP = 6.4
 TARGET_PREFILL_RATIO = 0.1
@@ -28,7 +28,7 @@ def rag(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("float32", help="float32 | bfloat16 | auto (outputs must match across modes)."),
     max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
-    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default); 1 avoids oversubscription on a busy machine."),
+    threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the RAG workload with the radix cache on and off in one run; print and write ratios."""
     from engine import EngineConfig
@@ -36,10 +36,7 @@ def rag(
     from engine.bench.workloads import generate_rag_workload, load_rag_workload
     from engine.runner import ModelRunner
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
 
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens)
     runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
