@@ -2,83 +2,46 @@
 
 The pool stores K and V slot-indexed, ``(num_slots, num_kv_heads, head_dim)``
 per layer. Each forward first builds one ``AttentionPlan`` from the
-ForwardBatch (index tensors and masks, shared by all layers), then every layer
-calls ``PagedAttention.forward``, which writes the new K/V at ``out_slots`` and
-attends each sequence's queries over the kv slots of that sequence.
+ForwardBatch (engine.attention_plan: groups, index tensors, masks, shared by
+all layers); then every layer calls ``PagedAttention.forward``, which writes
+the new K/V at ``out_slots`` and attends each group.
 
-Sequences are split in two groups:
-  * short ones (``q_len <= max_batched_q``, e.g. every decode token) run
-    together in one batched matmul-softmax-matmul: queries padded to
-    ``max_q``, kv gathered to ``(B, max_kv)``, an additive mask hides padding
-    and the future (measured 2.5x faster than CPU flash SDPA in bf16 here);
-    When the group's sequences start with the same cached slots (a shared
-    system prompt or document), that prefix is gathered once and attended as
-    one matmul for all of them ("cascade"): its scores join each sequence's own
-    in one softmax, so the result is exact, without B copies of the prefix;
-  * long prefill chunks run one SDPA call each (``is_causal`` when there is no
-    cached prefix and no sliding window, an explicit mask otherwise).
-Grouped-query attention without copying K/V: the ``G = num_heads //
-num_kv_heads`` query heads sharing one kv head are laid out as extra query
-rows of that kv head, ``(B, num_kv_heads, G * max_q, head_dim)``.
+One group is a few matmuls, however many sequences it holds:
+  * scores: queries times the group's own keys, plus, when the group shares a
+    cached prefix, queries of all its sequences times the prefix keys in ONE
+    matmul (the prefix gathered once, not once per sequence);
+  * one float32 softmax over [prefix | own] keys, so the cascade is exact;
+  * values block by block (``BLOCK`` key positions from position 0), each
+    block's product summed into a float32 accumulator in block order.
+Grouped-query attention without copying K/V: the ``G`` query heads of one kv
+head are extra query rows of that kv head, ``(B, KVH, G * max_q, D)``.
+
+Batch invariance. A query's output depends only on its own query and keys,
+never on the batch around it: its scores are dot products over ``head_dim``;
+padded and hidden keys get probability exactly 0; and its values are summed
+over the same blocks in the same order whether it runs alone, batched,
+in a piece of a long chunk or under a shared-prefix cascade (matmuls always
+see at least two rows: one-row products take another kernel). So greedy
+output with the radix cache on equals output with it off in bfloat16 too,
+not only in float32. Explicit matmuls here beat CPU flash SDPA ~2x in bf16.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
-import torch.nn.functional as F
 
+from engine.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
 from engine.forward_batch import ForwardBatch
 
+__all__ = ["AttentionPlan", "PagedAttention"]
 
-@dataclass
-class BatchedGroup:
-    """Short sequences attended together in one padded SDPA call."""
-
-    token_index: torch.Tensor | None  # (B * max_q,) rows of q to gather; None = identity
-    row_index: torch.Tensor | None  # (num_group_tokens,) real rows of the padded output; None = all
-    out_index: torch.Tensor | None  # (num_group_tokens,) where they go among T; None = identity
-    kv_slots: torch.Tensor  # (B, max_kv - P) long, after the shared prefix; padding repeats a slot (masked)
-    mask: torch.Tensor | None  # (B, 1, G * max_q, max_kv - P) float32 bias: 0 = attend, -inf = hidden
-    num_seqs: int
-    max_q: int
-    prefix_slots: torch.Tensor | None = None  # (P,) slots every sequence of the group starts with, or None
-
-
-@dataclass
-class SingleSeq:
-    """One long prefill chunk: tokens [start, end) of T over ``kv_slots``."""
-
-    start: int
-    end: int
-    kv_slots: torch.Tensor  # (kv_len,) long
-    mask: torch.Tensor | None  # (q_len, kv_len) bool, None = plain causal
-    is_causal: bool
-
-
-@dataclass
-class AttentionPlan:
-    out_slots: torch.Tensor  # (T,) long
-    num_tokens: int
-    batched: BatchedGroup | None
-    singles: list[SingleSeq]
-
-
-def causal_mask(prefix_len: int, q_len: int, kv_len: int, window: int | None, device) -> torch.Tensor:
-    """(q_len, kv_len) bool: query i (position prefix_len + i) sees kv j <= its position, within the window."""
-    q_pos = torch.arange(prefix_len, prefix_len + q_len, device=device)[:, None]
-    kv_pos = torch.arange(kv_len, device=device)[None, :]
-    mask = kv_pos <= q_pos
-    if window is not None:
-        mask &= kv_pos > q_pos - window
-    return mask
+TILE_ROWS = 384  # query rows (per kv head) attended at a time: their float32 scores stay in cache
 
 
 class PagedAttention:
     """Attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
 
-    def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int, max_batched_q: int = 16) -> None:
+    def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
         if num_heads % num_kv_heads:
             raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
         self.pool = pool
@@ -86,91 +49,21 @@ class PagedAttention:
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
         self.group_size = num_heads // num_kv_heads
-        self.max_batched_q = max_batched_q
         self.scale = head_dim**-0.5
 
-    # ---- plan (once per forward) -------------------------------------------------
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
-        short, singles, start = [], [], 0
-        for i, (q_len, kv_len) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens)):
-            if q_len <= self.max_batched_q:
-                short.append((i, start, q_len, kv_len))
-            else:
-                prefix = kv_len - q_len
-                is_causal = prefix == 0 and (window is None or window >= kv_len)
-                mask = None if is_causal else causal_mask(prefix, q_len, kv_len, window, device)
-                slots = batch.seq_kv_slots[i].to(device)
-                singles.append(SingleSeq(start, start + q_len, slots, mask, is_causal))
-            start += q_len
-        batched = self._plan_batched(batch, short, window, device) if short else None
-        return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, batched, singles)
+        return plan_attention(batch, self.group_size, window, self.pool.k_cache[0].dtype, device)
 
-    def _plan_batched(self, batch: ForwardBatch, short: list, window: int | None, device) -> BatchedGroup:
-        """Index tensors and the mask of the short group, vectorized over its B sequences."""
-        seq_ids = [i for i, _, _, _ in short]
-        starts = torch.tensor([start for _, start, _, _ in short])
-        q_lens = torch.tensor([q for _, _, q, _ in short])
-        kv_lens = torch.tensor([kv for _, _, _, kv in short])
-        num_seqs, max_q, max_kv = len(short), int(q_lens.max()), int(kv_lens.max())
-        rows, cols = torch.arange(max_q), torch.arange(max_kv)
-        padded = torch.nn.utils.rnn.pad_sequence([batch.seq_kv_slots[i].cpu() for i in seq_ids], batch_first=True)
-        # padding repeats each sequence's first slot: it is masked, but a written slot is never NaN garbage
-        kv_slots = torch.where(cols[None, :] < kv_lens[:, None], padded, padded[:, :1])  # (B, max_kv)
-        q_pos = (kv_lens - q_lens)[:, None, None] + rows[None, :, None]  # (B, max_q, 1) position of each query
-        visible = cols[None, None, :] <= q_pos  # (B, max_q, max_kv)
-        if window is not None:
-            visible &= cols[None, None, :] > q_pos - window
-        is_real = rows[None, :] < q_lens[:, None]  # (B, max_q)
-        visible = torch.where(is_real[:, :, None], visible, cols[None, None, :] == 0)  # padded rows: one slot
-        token_index = starts[:, None] + torch.minimum(rows[None, :], q_lens[:, None] - 1)  # (B, max_q)
-        real_rows = is_real.reshape(-1).nonzero().squeeze(1)
-        out_tokens = token_index.reshape(-1)[real_rows]
-        is_identity = max_q == 1 and num_seqs == batch.num_tokens and bool((starts == torch.arange(num_seqs)).all())
-        num_shared = self._num_shared_slots(kv_slots, kv_lens - q_lens) if window is None else 0
-        prefix_slots = kv_slots[0, :num_shared] if num_shared else None
-        kv_slots, visible = kv_slots[:, num_shared:], visible[:, :, num_shared:]
-        max_kv -= num_shared
-        mask = None
-        if not bool(visible.all()):
-            g = self.group_size
-            visible = visible[:, None, None].expand(num_seqs, 1, g, max_q, max_kv).reshape(num_seqs, 1, g * max_q, max_kv)
-            mask = torch.zeros(visible.shape, dtype=torch.float32).masked_fill_(~visible, float("-inf")).to(device)
-        return BatchedGroup(
-            token_index=None if is_identity else token_index.reshape(-1).to(device),
-            row_index=real_rows.to(device) if real_rows.numel() != num_seqs * max_q else None,
-            out_index=None if is_identity else out_tokens.to(device),
-            kv_slots=kv_slots.to(device),
-            mask=mask,
-            num_seqs=num_seqs,
-            max_q=max_q,
-            prefix_slots=prefix_slots.to(device) if prefix_slots is not None else None,
-        )
-
-    @staticmethod
-    def _num_shared_slots(kv_slots: torch.Tensor, prefix_lens: torch.Tensor, min_shared: int = 64) -> int:
-        """Leading slots all B sequences share and have cached (visible to every query); 0 if too few to pay."""
-        if kv_slots.shape[0] < 2:
-            return 0
-        limit = int(prefix_lens.min())
-        same = (kv_slots[:, :limit] == kv_slots[:1, :limit]).all(dim=0)  # (limit,)
-        num_shared = limit if bool(same.all()) else int((~same).nonzero()[0, 0])
-        return num_shared if num_shared >= min_shared else 0
-
-    # ---- forward (per layer) -------------------------------------------------------
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
         """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
         k_cache, v_cache = self.pool.k_cache[layer], self.pool.v_cache[layer]
         k_cache.index_copy_(0, plan.out_slots, k)
         v_cache.index_copy_(0, plan.out_slots, v)
-        group = plan.batched
-        if group is not None and not plan.singles and group.out_index is None:
-            return self._attend_batched(q, k_cache, v_cache, group)
+        if len(plan.groups) == 1 and plan.groups[0].out_index is None:
+            return self._attend(q, k_cache, v_cache, plan.groups[0])
         out = q.new_empty(plan.num_tokens, self.num_heads * self.head_dim)
-        if group is not None:
-            rows = self._attend_batched(q, k_cache, v_cache, group)
-            out[group.out_index if group.out_index is not None else slice(None)] = rows
-        for seq in plan.singles:
-            out[seq.start : seq.end] = self._attend_single(q[seq.start : seq.end], k_cache, v_cache, seq)
+        for group in plan.groups:
+            out[group.out_index if group.out_index is not None else slice(None)] = self._attend(q, k_cache, v_cache, group)
         return out
 
     @staticmethod
@@ -179,56 +72,63 @@ class PagedAttention:
         rows = cache.view(cache.shape[0], -1).index_select(0, slots.reshape(-1))
         return rows.view(*slots.shape, *cache.shape[1:])
 
-    def _attend_batched(self, q, k_cache, v_cache, group: BatchedGroup) -> torch.Tensor:
+    def _attend(self, q, k_cache, v_cache, group: AttentionGroup) -> torch.Tensor:
         b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
+        rows = g * max_q
         q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
-        # (B*max_q, H, D) -> (B, KVH, G*max_q, D): query heads of one kv head become extra rows
-        if max_q == 1:
-            q_rows = q_rows.view(b, kvh, g, d)  # a view: decode needs no copy of q
-        else:
-            q_rows = q_rows.view(b, max_q, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(b, kvh, g * max_q, d)
-        keys = self.gather(k_cache, group.kv_slots).transpose(1, 2)  # (B, KVH, max_kv - P, D)
-        values = self.gather(v_cache, group.kv_slots).transpose(1, 2)
-        # explicit matmuls beat CPU flash attention 2.5x in bf16 at decode shapes; scores rounded to the
-        # model dtype, softmax in float32 (the numerics of transformers' eager attention)
-        scores = torch.matmul(q_rows, keys.transpose(2, 3)).float() * self.scale  # (B, KVH, G*max_q, max_kv - P)
-        if group.mask is not None:
-            scores = scores + group.mask
-        if group.prefix_slots is not None:
-            return self._finish_cascade(q_rows, scores, values, k_cache, v_cache, group)
-        out = torch.matmul(scores.softmax(dim=-1).to(q.dtype), values)  # (B, KVH, G*max_q, D)
-        return self._rows_out(out, group)
+        # (B*max_q, H, D) -> (KVH, B, G*max_q, D); the scale is folded into q (exact for a power of two)
+        q_rows = q_rows.view(b, max_q, kvh, g, d).permute(2, 0, 3, 1, 4).reshape(kvh, b, rows, d) * self.scale
+        own_keys = self.gather(k_cache, group.own_slots).permute(2, 0, 3, 1)  # (KVH, B, D, Lo)
+        own_values = self.gather(v_cache, group.own_slots).view(b, -1, BLOCK, kvh, d).permute(3, 0, 1, 2, 4)
+        shared = None
+        if group.shared_slots is not None:
+            keys = self.gather(k_cache, group.shared_slots).permute(1, 2, 0).contiguous()  # (KVH, D, Ls)
+            values = self.gather(v_cache, group.shared_slots).view(-1, BLOCK, kvh, d).permute(2, 0, 1, 3)
+            shared = (keys, values.contiguous())  # values (KVH, S, BLOCK, D)
+        step = max(1, TILE_ROWS // rows)
+        tiles = []
+        for lo in range(0, b, step):  # a few sequences at a time: their scores stay in cache
+            hi = min(b, lo + step)
+            mask = group.mask[lo:hi] if group.mask is not None else None
+            tiles.append(self._attend_tile(q_rows[:, lo:hi], own_keys[:, lo:hi], own_values[:, lo:hi], mask, shared))
+        out = tiles[0] if len(tiles) == 1 else torch.cat(tiles, dim=1)
+        return self._rows_out(out.to(q.dtype), group)
 
-    def _finish_cascade(self, q_rows, own_scores, own_values, k_cache, v_cache, group: BatchedGroup) -> torch.Tensor:
-        """Attend the shared prefix once for all B sequences; one softmax over [prefix | own] keys."""
-        b, kvh, rows, d = q_rows.shape  # rows = G * max_q
-        num_shared = group.prefix_slots.shape[0]
-        prefix_keys = self.gather(k_cache, group.prefix_slots).permute(1, 2, 0)  # (KVH, D, P)
-        prefix_values = self.gather(v_cache, group.prefix_slots).transpose(0, 1)  # (KVH, P, D)
-        q_all = q_rows.transpose(0, 1).reshape(kvh, b * rows, d)  # (KVH, B*rows, D)
-        prefix_scores = torch.matmul(q_all, prefix_keys).float() * self.scale  # (KVH, B*rows, P)
-        prefix_scores = prefix_scores.view(kvh, b, rows, num_shared).transpose(0, 1)  # (B, KVH, rows, P)
-        probs = torch.cat([prefix_scores, own_scores], dim=-1).softmax(dim=-1).to(q_rows.dtype)
-        prefix_probs = probs[..., :num_shared].transpose(0, 1).reshape(kvh, b * rows, num_shared)
-        out = torch.matmul(prefix_probs, prefix_values).view(kvh, b, rows, d).transpose(0, 1)  # (B, KVH, rows, D)
-        out = out + torch.matmul(probs[..., num_shared:], own_values)
-        return self._rows_out(out, group)
+    @staticmethod
+    def _attend_tile(q_rows, own_keys, own_values, mask, shared) -> torch.Tensor:
+        """One softmax over [shared | own] keys, then values block by block, summed in block order.
 
-    def _rows_out(self, out: torch.Tensor, group: BatchedGroup) -> torch.Tensor:
-        """(B, KVH, G*max_q, D) -> the group's real token rows, (num_group_tokens, H*D)."""
+        q_rows (KVH, b, rows, D); own keys (KVH, b, D, Lo) and values (KVH, b, n_own, BLOCK, D); mask
+        (b, rows, Lo) or None; shared = (keys (KVH, D, Ls), values (KVH, S, BLOCK, D)) or None.
+        Returns (KVH, b, rows, D) float32.
+        """
+        kvh, b, rows, d = q_rows.shape
+        scores = torch.matmul(q_rows, own_keys)  # (KVH, b, rows, Lo)
+        if mask is not None:
+            scores.add_(mask)
+        num_shared = 0
+        if shared is not None:  # every sequence of the tile against the shared prefix: one matmul
+            num_shared = shared[1].shape[1]
+            prefix_scores = torch.matmul(q_rows.reshape(kvh, b * rows, d), shared[0]).view(kvh, b, rows, -1)
+            scores = torch.cat([prefix_scores, scores], dim=-1)
+        probs = scores.softmax(dim=-1)  # (KVH, b, rows, L): float32 inside, exact zeros where hidden
+        width = probs.shape[-1]
+        acc = torch.zeros(kvh, b * rows, d, dtype=torch.float32, device=q_rows.device)
+        if num_shared:
+            for head in range(kvh):  # block s of the prefix probabilities is a strided view of probs
+                p = probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1))
+                parts = torch.bmm(p, shared[1][head])  # (S, b*rows, D)
+                for block in range(num_shared):
+                    acc[head] += parts[block]
+        own = probs[..., num_shared * BLOCK :].reshape(kvh, b, rows, -1, BLOCK).transpose(2, 3)
+        parts = torch.matmul(own, own_values)  # (KVH, b, n_own, rows, D)
+        acc = acc.view(kvh, b, rows, d)
+        for block in range(parts.shape[2]):  # added in block order: the same float32 sum in any batch
+            acc += parts[:, :, block]
+        return acc
+
+    def _rows_out(self, out: torch.Tensor, group: AttentionGroup) -> torch.Tensor:
+        """(KVH, B, G*max_q, D) -> the group's real token rows, (num_group_tokens, H*D)."""
         b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
-        if max_q == 1:
-            out = out.reshape(b, kvh * g * d)
-        else:
-            out = out.view(b, kvh, g, max_q, d).permute(0, 3, 1, 2, 4).reshape(b * max_q, kvh * g * d)
+        out = out.view(kvh, b, g, max_q, d).permute(1, 3, 0, 2, 4).reshape(b * max_q, kvh * g * d)
         return out if group.row_index is None else out.index_select(0, group.row_index)
-
-    def _attend_single(self, q, k_cache, v_cache, seq: SingleSeq) -> torch.Tensor:
-        q_len = q.shape[0]
-        keys = self.gather(k_cache, seq.kv_slots).transpose(0, 1)[None]  # (1, KVH, kv_len, D)
-        values = self.gather(v_cache, seq.kv_slots).transpose(0, 1)[None]
-        out = F.scaled_dot_product_attention(
-            q.transpose(0, 1)[None], keys, values, attn_mask=seq.mask, is_causal=seq.is_causal,
-            scale=self.scale, enable_gqa=self.group_size > 1,
-        )  # (1, H, q_len, D)
-        return out[0].transpose(0, 1).reshape(q_len, self.num_heads * self.head_dim)

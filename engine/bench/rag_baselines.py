@@ -52,12 +52,13 @@ def run_llamacpp(gguf_path: str | None, workload: RagWorkload, *, progress: Prog
         return {"name": "llama.cpp", "error": "llama-cpp-python is not installed (pip install llama-cpp-python)"}
     if gguf_path is None:
         return {"name": "llama.cpp", "error": "the model is not a GGUF file"}
-    llm = Llama(model_path=gguf_path, n_ctx=4096, verbose=False)
+    llm = Llama(model_path=gguf_path, n_ctx=4096, n_threads=torch.get_num_threads(), verbose=False)
     started = time.perf_counter()
     outputs = []
     for index, prompt in enumerate(workload.prompts):
         tokens = []
-        for token in llm.generate(prompt, temp=0.0, top_k=1, reset=False):
+        # reset=True (the default) is the mode that keeps the longest common prefix of the last context
+        for token in llm.generate(prompt, temp=0.0, top_k=1):
             tokens.append(int(token))
             if len(tokens) >= workload.max_new_tokens:
                 break

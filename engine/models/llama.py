@@ -75,6 +75,14 @@ def layer_windows(config) -> list[int | None]:
     return [None] * num_layers
 
 
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear, but a single row runs as two: a one-row product takes a gemv kernel that rounds
+    differently, and each row's result must not depend on how many rows share the batch."""
+    if x.shape[0] == 1:
+        return F.linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
+    return F.linear(x, weight, bias)
+
+
 def activation(config):
     name = getattr(config, "hidden_act", "silu")
     if name in ("silu", "swish"):
@@ -146,16 +154,16 @@ class LlamaModel:
         hidden = F.embedding(input_ids, self.embed)  # (T, hidden)
         for i, layer in enumerate(self.layers):
             x = self.rms_norm(hidden, layer.input_norm)
-            qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # (T, (H + 2 KVH) D)
+            qkv = linear(x, layer.qkv, layer.qkv_bias)  # (T, (H + 2 KVH) D)
             qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
             qk = apply_rotary(qk, cos, sin)
             q, k = qk[:, : s.num_heads], qk[:, s.num_heads :]
             v = qkv[:, q_width + kv_width :].view(num_tokens, s.num_kv_heads, s.head_dim)
             attn = attention.forward(i, q, k, v, plans[i])  # (T, H D)
-            hidden = hidden + F.linear(attn, layer.o_proj, layer.o_bias)
+            hidden = hidden + linear(attn, layer.o_proj, layer.o_bias)
             x = self.rms_norm(hidden, layer.post_norm)
-            gate_up = F.linear(x, layer.gate_up, layer.gate_up_bias)  # (T, 2 I)
+            gate_up = linear(x, layer.gate_up, layer.gate_up_bias)  # (T, 2 I)
             gate, up = gate_up.chunk(2, dim=-1)
-            hidden = hidden + F.linear(self.act(gate) * up, layer.down, layer.down_bias)
+            hidden = hidden + linear(self.act(gate) * up, layer.down, layer.down_bias)
         last = self.rms_norm(hidden.index_select(0, logit_index), self.norm)
-        return F.linear(last, self.lm_head).float()
+        return linear(last, self.lm_head).float()

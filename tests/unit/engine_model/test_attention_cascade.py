@@ -1,4 +1,5 @@
-"""The shared-prefix ("cascade") path of batched attention equals plain per-sequence attention."""
+"""Paged attention: the shared-prefix ("cascade") path is exact, and every query's output is
+bit-for-bit the same whatever batch, bucket, piece or cascade it is attended in."""
 
 from types import SimpleNamespace
 
@@ -6,9 +7,10 @@ import pytest
 import torch
 
 from engine.attention import PagedAttention
+from engine.attention_plan import BLOCK, MAX_PIECE
 from engine.forward_batch import make_forward_batch
 
-KVH, G, D, NUM_SLOTS = 3, 3, 16, 1024
+KVH, G, D, NUM_SLOTS = 3, 3, 16, 4096
 
 
 def make_pool(dtype):
@@ -34,26 +36,75 @@ def reference(pool, q, seq_kv_slots, q_lens):
     return torch.cat(rows)
 
 
-@pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [1, 3, 2, 1]])
-def test_shared_prefix_is_attended_once_and_exactly(q_lens):
-    pool = make_pool(torch.float32)
-    shared = list(range(100, 300))  # 200 slots every sequence starts with
-    own = [list(range(400 + 50 * i, 400 + 50 * i + 7 + 5 * i)) for i in range(len(q_lens))]
-    seq_kv_slots = [shared + tail for tail in own]
+def attend(pool, q, seq_kv_slots, q_lens):
+    """Run the attention of one layer over the pool as it is (the new K/V are re-written unchanged)."""
     batch = make_forward_batch([[0] * n for n in q_lens], seq_kv_slots)
     attention = PagedAttention(pool, KVH * G, KVH, D)
     plan = attention.plan(batch)
-    assert plan.batched.prefix_slots is not None and plan.batched.prefix_slots.numel() == 200
-    q = torch.randn(sum(q_lens), KVH * G, D, generator=torch.Generator().manual_seed(1))
-    k_new = pool.k_cache[0][batch.out_slots].clone()  # re-write what is there: attention reads the pool
+    k_new = pool.k_cache[0][batch.out_slots].clone()
     v_new = pool.v_cache[0][batch.out_slots].clone()
-    out = attention.forward(0, q, k_new, v_new, plan)
+    return attention.forward(0, q.to(pool.k_cache[0].dtype), k_new, v_new, plan), plan
+
+
+@pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [1, 3, 2, 1], [40, 40, 33]])
+def test_shared_prefix_is_attended_once_and_exactly(q_lens):
+    pool = make_pool(torch.float32)
+    shared = list(range(100, 400))  # 300 slots every sequence starts with: two whole blocks shared
+    own = [list(range(500 + 100 * i, 500 + 100 * i + max(q, 7 + 5 * i))) for i, q in enumerate(q_lens)]
+    seq_kv_slots = [shared + tail for tail in own]
+    q = torch.randn(sum(q_lens), KVH * G, D, generator=torch.Generator().manual_seed(1))
+    out, plan = attend(pool, q, seq_kv_slots, q_lens)
+    (group,) = plan.groups if len(set(n.bit_length() for n in q_lens)) == 1 else plan.groups[:1]
+    assert group.shared_slots is not None and group.shared_slots.numel() == 2 * BLOCK
     expected = reference(pool, q, [torch.tensor(s) for s in seq_kv_slots], q_lens)
     assert torch.allclose(out.double(), expected, atol=1e-5)
 
 
 def test_sequences_without_a_common_prefix_take_the_plain_path():
     pool = make_pool(torch.float32)
-    seq_kv_slots = [list(range(0, 120)), list(range(200, 320))]
-    plan = PagedAttention(pool, KVH * G, KVH, D).plan(make_forward_batch([[0], [0]], seq_kv_slots))
-    assert plan.batched.prefix_slots is None
+    seq_kv_slots = [list(range(0, 300)), list(range(400, 700))]
+    _, plan = attend(pool, torch.randn(2, KVH * G, D), seq_kv_slots, [1, 1])
+    assert [g.shared_slots for g in plan.groups] == [None]
+
+
+def test_long_chunks_are_cut_into_pieces_that_match_the_reference():
+    pool = make_pool(torch.float32)
+    q_lens = [2 * MAX_PIECE + 37, 1]
+    seq_kv_slots = [list(range(0, 100 + q_lens[0])), list(range(1000, 1050))]
+    q = torch.randn(sum(q_lens), KVH * G, D, generator=torch.Generator().manual_seed(2))
+    out, plan = attend(pool, q, seq_kv_slots, q_lens)
+    assert len(plan.groups) == 1 + 3  # the decode token's bucket, then three pieces of the long chunk
+    expected = reference(pool, q, [torch.tensor(s) for s in seq_kv_slots], q_lens)
+    assert torch.allclose(out.double(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_each_query_gets_the_same_bits_in_any_batch(dtype):
+    """Alone, batched with strangers, under a cascade, or as part of a long chunk: identical output.
+
+    Bit for bit in bfloat16 (the engine's default): its matmul kernels round every row the same
+    way at any batch size. float32 matmuls pick kernels by shape, so there only the last bit may move.
+    """
+    same = torch.equal if dtype == torch.bfloat16 else lambda a, b: torch.allclose(a, b, rtol=0, atol=1e-6)
+    pool = make_pool(dtype)
+    shared = list(range(0, 3 * BLOCK + 50))  # a cached document every sequence below starts with
+    gen = torch.Generator().manual_seed(3)
+    sequences = [  # (kv slots, new tokens)
+        (shared + list(range(1000, 1046)), 46),  # a question's prefill
+        (shared + list(range(1100, 1170)), 1),  # decoding after its question
+        (shared + list(range(1200, 1263)), 1),
+        (list(range(2000, 2300)), 1),  # a stranger with no shared prefix
+        (shared + list(range(1300, 1300 + MAX_PIECE + 80)), MAX_PIECE + 80),  # a long chunk, cut in pieces
+        (shared + list(range(1700, 1703)), 3),
+    ]
+    queries = [torch.randn(q_len, KVH * G, D, generator=gen) for _, q_len in sequences]
+    alone = [attend(pool, q, [slots], [q_len])[0] for q, (slots, q_len) in zip(queries, sequences)]
+    for order in ([0, 1, 2, 3, 4, 5], [5, 2, 1], [1, 2], [4, 0], [3, 1, 2, 0]):
+        together, _ = attend(pool, torch.cat([queries[i] for i in order]), [sequences[i][0] for i in order],
+                             [sequences[i][1] for i in order])
+        expected = torch.cat([alone[i] for i in order])
+        assert same(together, expected), f"batch {order} changed some query's output"
+    # the long chunk's last 80 queries alone (its first MAX_PIECE+... tokens already cached) give the same bits
+    slots, q_len = sequences[4]
+    tail, _ = attend(pool, queries[4][-80:], [slots], [80])
+    assert same(tail, alone[4][-80:])

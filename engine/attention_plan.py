@@ -1,0 +1,154 @@
+"""How one ragged forward's attention is cut into groups (the plan; engine.attention runs it).
+
+Every sequence's new tokens become one or more *units* (queries ``[a, b)`` of
+that sequence over its kv slots ``[0, prefix + b)``): a short sequence (at most
+``MAX_BUCKET`` new tokens, e.g. every decode token) is one unit; a long prefill
+chunk is cut into pieces of ``MAX_PIECE`` queries, so a piece early in a causal
+chunk reads only the keys it can see. Short units are batched by length bucket
+(1, 2, 4, ... 64 queries: padding at most doubles a group) and attended in one
+set of matmuls; each piece is a group of its own.
+
+Keys are read in blocks of ``BLOCK`` positions counted from position 0 of the
+sequence. When the sequences of a group begin with the same cached slots (a
+shared system prompt or document), the whole blocks of that prefix are
+gathered once and attended for all of them in one matmul ("cascade").
+Because every query always meets the same blocks in the same order, whatever
+group, piece or cascade it lands in, its result does not depend on the batch
+(see engine.attention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.forward_batch import ForwardBatch
+
+BLOCK = 128  # key positions per block: the unit of the cascade and of the fixed-order sum
+MAX_BUCKET = 64  # sequences with at most this many new tokens are batched together
+MAX_PIECE = 128  # longer prefill chunks are attended this many queries at a time
+
+
+@dataclass
+class Unit:
+    seq: int  # index of the sequence in the batch
+    token_start: int  # index among the T new tokens of the unit's first query
+    q_len: int
+    kv_len: int  # keys visible to the unit's last query: the sequence's slots [0, kv_len)
+
+
+@dataclass
+class AttentionGroup:
+    """Units attended together: queries padded to ``max_q`` per unit, keys in whole blocks."""
+
+    token_index: torch.Tensor | None  # (B * max_q,) rows of q to gather; None = identity
+    row_index: torch.Tensor | None  # real rows among the B * max_q padded ones; None = all
+    out_index: torch.Tensor | None  # where the real rows go among T; None = identity
+    own_slots: torch.Tensor  # (B, n_own * BLOCK) slots after the shared blocks; padding repeats a real slot
+    mask: torch.Tensor | None  # (B, G * max_q, n_own * BLOCK) in the model dtype: 0 = attend, -inf = hidden
+    shared_slots: torch.Tensor | None  # (n_shared * BLOCK,) slots every unit starts with, or None
+    num_seqs: int
+    max_q: int
+
+    @property
+    def num_shared_blocks(self) -> int:
+        return 0 if self.shared_slots is None else self.shared_slots.shape[0] // BLOCK
+
+    @property
+    def num_own_blocks(self) -> int:
+        return self.own_slots.shape[1] // BLOCK
+
+
+@dataclass
+class AttentionPlan:
+    out_slots: torch.Tensor  # (T,) long
+    num_tokens: int
+    groups: list[AttentionGroup]
+
+
+def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]:
+    """Short units by length bucket, and the pieces of long prefill chunks."""
+    buckets: dict[int, list[Unit]] = {}
+    pieces: list[Unit] = []
+    start = 0
+    for i, (q_len, kv_len) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens)):
+        prefix = kv_len - q_len
+        if q_len <= MAX_BUCKET:
+            bucket = 1 << (q_len - 1).bit_length()
+            buckets.setdefault(bucket, []).append(Unit(i, start, q_len, kv_len))
+        else:
+            for a in range(0, q_len, MAX_PIECE):
+                b = min(q_len, a + MAX_PIECE)
+                pieces.append(Unit(i, start + a, b - a, prefix + b))
+        start += q_len
+    return buckets, pieces
+
+
+def plan_attention(batch: ForwardBatch, group_size: int, window: int | None, dtype: torch.dtype,
+                   device) -> AttentionPlan:
+    buckets, pieces = split_units(batch)
+    units_per_group = [buckets[k] for k in sorted(buckets)] + [[piece] for piece in pieces]
+    groups = [plan_group(batch, units, group_size, window, dtype, device) for units in units_per_group]
+    return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups)
+
+
+def plan_group(batch: ForwardBatch, units: list[Unit], group_size: int, window: int | None, dtype: torch.dtype,
+               device) -> AttentionGroup:
+    """Index tensors and the mask of one group, vectorized over its B units."""
+    num_seqs = len(units)
+    starts = torch.tensor([u.token_start for u in units])
+    q_lens = torch.tensor([u.q_len for u in units])
+    kv_lens = torch.tensor([u.kv_len for u in units])
+    # at least two query rows per (unit, kv head): a one-row matmul takes another kernel with other rounding
+    max_q = max(int(q_lens.max()), 1 if group_size > 1 else 2)
+    slots = torch.nn.utils.rnn.pad_sequence(
+        [batch.seq_kv_slots[u.seq][: u.kv_len].cpu() for u in units], batch_first=True)  # (B, max_kv)
+    num_shared = _num_shared_blocks(slots, kv_lens - q_lens) * BLOCK if window is None else 0
+    own_lens = kv_lens - num_shared
+    own_width = -(-int(own_lens.max()) // BLOCK) * BLOCK
+    cols = torch.arange(own_width)
+    own = slots[:, num_shared:]
+    own = torch.cat([own, own[:, :1].expand(num_seqs, max(0, own_width - own.shape[1]))], dim=1)
+    own_slots = torch.where(cols[None, :] < own_lens[:, None], own, own[:, :1])  # (B, own_width)
+
+    rows = torch.arange(max_q)
+    last_row = torch.minimum(rows[None, :], q_lens[:, None] - 1)  # padded rows repeat the last real query
+    q_pos = (kv_lens - q_lens)[:, None] + last_row  # (B, max_q)
+    key_pos = num_shared + cols  # (own_width,)
+    visible = key_pos[None, None, :] <= q_pos[:, :, None]  # (B, max_q, own_width)
+    if window is not None:
+        visible &= key_pos[None, None, :] > q_pos[:, :, None] - window
+    mask = None
+    if not bool(visible.all()):
+        g = group_size
+        visible = visible[:, None].expand(num_seqs, g, max_q, own_width).reshape(num_seqs, g * max_q, own_width)
+        mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf")).to(device)
+
+    token_index = (starts[:, None] + last_row).reshape(-1)
+    is_real = (rows[None, :] < q_lens[:, None]).reshape(-1)
+    real_rows = is_real.nonzero().squeeze(1)
+    out_index = token_index[real_rows]
+    is_identity = max_q == 1 and num_seqs == batch.num_tokens and bool((starts == torch.arange(num_seqs)).all())
+    return AttentionGroup(
+        token_index=None if is_identity else token_index.to(device),
+        row_index=None if bool(is_real.all()) else real_rows.to(device),
+        out_index=None if is_identity else out_index.to(device),
+        own_slots=own_slots.to(device),
+        mask=mask,
+        shared_slots=slots[0, :num_shared].to(device) if num_shared else None,
+        num_seqs=num_seqs,
+        max_q=max_q,
+    )
+
+
+def _num_shared_blocks(slots: torch.Tensor, prefix_lens: torch.Tensor) -> int:
+    """Whole leading blocks that all B units share and have cached (visible to every query)."""
+    if slots.shape[0] < 2:
+        return 0
+    limit = int(prefix_lens.min()) // BLOCK * BLOCK
+    if limit == 0:
+        return 0
+    same = (slots[:, :limit] == slots[:1, :limit]).all(dim=0)  # (limit,)
+    num_same = limit if bool(same.all()) else int((~same).nonzero()[0, 0])
+    return num_same // BLOCK
