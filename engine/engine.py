@@ -1,4 +1,4 @@
-"""Engine: the public library API over one background step thread.
+"""Engine: the public library API over one step thread (a background one, or the caller's: run_here).
 
 Threads: callers (asyncio or plain threads) only validate, build a Request
 and put a command on the inbox; the step thread alone touches the
@@ -52,24 +52,57 @@ class Engine:
         self._lock = threading.RLock()
         self._core = EngineCore(self.config, runner, self._lock, frozenset(loaded.eos_token_ids))
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the background step thread start() made
+        self._loop_thread: threading.Thread | None = None  # whichever thread runs the loop now
         self._is_stopping = threading.Event()
+        self._loop_done = threading.Event()
 
     # ---- lifecycle ----------------------------------------------------
     def start(self) -> "Engine":
-        if self._thread is None:
+        """Run the step loop on a background thread (see run_here for the faster main-thread mode)."""
+        if not self.is_running:
             self._is_stopping.clear()
+            self._loop_done.clear()
             self._thread = threading.Thread(target=self._run_loop, name="radixgate-engine-step", daemon=True)
+            self._loop_thread = self._thread
             self._thread.start()
         return self
 
+    def run_here(self, until: threading.Event | None = None) -> None:
+        """Run the step loop on the calling thread until shutdown() is called (from any thread, or an emit)
+        or ``until`` is set (checked at least every half second).
+
+        Meant for the process's main thread when it has nothing else to do (`radixgate serve`, the
+        benches). torch's CPU threads are OpenMP threads, and libgomp cuts its spin-waiting short
+        as soon as more threads use it than there are cores, which any thread but the main one
+        does: on the 2-core box the same forwards ran ~1.6x slower on a side thread.
+        """
+        if self.is_running:
+            raise RuntimeError("the engine's step loop is already running")
+        self._is_stopping.clear()
+        self._loop_done.clear()
+        self._loop_thread = threading.current_thread()
+        self._run_loop(until)
+
+    @property
+    def is_running(self) -> bool:
+        return self._loop_thread is not None
+
     def shutdown(self) -> None:
-        if self._thread is None:
+        """Stop the step loop (pending requests are aborted); returns once it stopped, unless called on it."""
+        if self._loop_thread is None:
+            if self._thread is not None:  # a background loop that already ended
+                self._thread.join()
+                self._thread = None
             return
         self._is_stopping.set()
         self._inbox.put(("wake",))
-        self._thread.join()
-        self._thread = None
+        if threading.current_thread() is self._loop_thread:
+            return  # from an emit callback: the loop stops after this step
+        self._loop_done.wait()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     def __enter__(self) -> "Engine":
         return self.start()
@@ -199,7 +232,7 @@ class Engine:
     # ---- introspection ------------------------------------------------
     def stats(self) -> dict:
         with self._lock:
-            return self._core.stats() | {"model_id": self.model_id, "is_running": self._thread is not None}
+            return self._core.stats() | {"model_id": self.model_id, "is_running": self.is_running}
 
     def flush_cache(self) -> int:
         """Evict every unlocked, unpinned tree page; returns pages freed (benches and leak checks)."""
@@ -207,15 +240,19 @@ class Engine:
             return self.cache.evict(self.cache.num_evictable_pages)
 
     # ---- step thread --------------------------------------------------
-    def _run_loop(self) -> None:
-        while not self._is_stopping.is_set():
-            self._drain_inbox(block=not self._core.has_work)
-            if self._is_stopping.is_set():
-                break
-            if self._core.has_work and not self._core.step():
-                time.sleep(0.002)  # nothing fits this step (all waiting on pages / producers)
-        with self._lock:
-            self._core.abort_all()
+    def _run_loop(self, until: threading.Event | None = None) -> None:
+        try:
+            while not self._is_stopping.is_set() and not (until is not None and until.is_set()):
+                self._drain_inbox(block=not self._core.has_work)
+                if self._is_stopping.is_set():
+                    break
+                if self._core.has_work and not self._core.step():
+                    time.sleep(0.002)  # nothing fits this step (all waiting on pages / producers)
+        finally:  # stopped, or interrupted (Ctrl-C on run_here): nothing is left waiting
+            with self._lock:
+                self._core.abort_all()
+            self._loop_thread = None
+            self._loop_done.set()
 
     def _drain_inbox(self, *, block: bool) -> None:
         try:

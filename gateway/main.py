@@ -82,14 +82,20 @@ async def build_state(settings: Settings, engine: Any) -> GatewayState:
 
 
 async def start_engine(settings: Settings) -> Any:
+    """Load the embedded engine (None when disabled) and start its step loop on a background thread."""
+    engine = await asyncio.to_thread(load_engine, settings)
+    return engine.start() if engine is not None else None
+
+
+def load_engine(settings: Settings) -> Any:
+    """The embedded engine, loaded but not started (None when disabled)."""
     if not settings.engine.enabled:
         return None
     from engine import Engine
 
     config = settings.engine.to_engine_config()
     log.info("loading model %s on %s (first load of a GGUF dequantizes it, ~20 s)", config.model, config.device)
-    engine = await asyncio.to_thread(Engine, config)
-    return engine.start()
+    return Engine(config)
 
 
 def build_services(gw: GatewayState) -> None:

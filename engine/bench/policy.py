@@ -11,7 +11,6 @@ never below four times the longest prompt.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,34 +44,31 @@ def default_budget_tokens(requests: list[AgentRequest], page_size: int) -> int:
 
 
 def replay(engine: Engine, requests: list[AgentRequest], label: str, progress: Progress | None) -> list[RequestOutput]:
+    """Submit every request, then run the step loop on this thread (Engine.run_here) until all finished."""
     finals: list[RequestOutput] = []
-    done, lock = threading.Event(), threading.Lock()
 
-    def emit(output: RequestOutput) -> None:
+    def emit(output: RequestOutput) -> None:  # called on the step loop, i.e. on this thread
         if output.is_finished:
-            with lock:
-                finals.append(output)
-                num_done = len(finals)
+            finals.append(output)
             if progress:
-                progress(label, num_done)
-            if num_done == len(requests):
-                done.set()
+                progress(label, len(finals))
+            if len(finals) == len(requests):
+                engine.shutdown()  # the loop stops after this step
 
     for req in requests:
         engine.submit(req.token_ids, SamplingParams(max_tokens=req.max_tokens), emit, namespace=req.namespace)
-    done.wait()
+    engine.run_here()
     return finals
 
 
 def run_one(runner, config: EngineConfig, requests: list[AgentRequest], label: str,
             progress: Progress | None) -> dict:
     engine = Engine(config, runner=runner)
-    with engine:
-        started = time.perf_counter()
-        finals = replay(engine, requests, label, progress)
-        wall_s = time.perf_counter() - started
-        num_preemptions = engine.stats()["num_preemptions"]
-        flush_and_check(engine, finals)
+    started = time.perf_counter()
+    finals = replay(engine, requests, label, progress)
+    wall_s = time.perf_counter() - started
+    num_preemptions = engine.stats()["num_preemptions"]
+    flush_and_check(engine, finals)
     prompt = sum(f.usage.prompt_tokens for f in finals)
     cached = sum(f.usage.cached_tokens for f in finals)
     completion = sum(f.usage.completion_tokens for f in finals)

@@ -12,7 +12,6 @@ checking that every page came back.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,44 +34,47 @@ class PassResult:
     outputs: list[list[int]]
 
 
-def _collect(engine: Engine, workload: RagWorkload, *, serial: bool, label: str, progress: Progress | None):
+def _collect(engine: Engine, workload: RagWorkload, *, serial: bool, label: str,
+             progress: Progress | None) -> tuple[float, list[RequestOutput]]:
+    """Replay the workload with the step loop on this thread; (wall seconds, final outputs in order)."""
     params = SamplingParams(max_tokens=workload.max_new_tokens, ignore_eos=True)
+    prompts = workload.prompts
     finals: dict[int, RequestOutput] = {}
-    all_done = threading.Event()
-    each_done = threading.Event()
-    lock = threading.Lock()
+
+    def submit(index: int) -> None:
+        engine.submit(prompts[index], params, emit_for(index))
 
     def emit_for(index: int):
-        def emit(output: RequestOutput) -> None:
-            if output.is_finished:
-                with lock:
-                    finals[index] = output
-                    num_done = len(finals)
-                if progress:
-                    progress(label, num_done)
-                each_done.set()
-                if num_done == len(workload.prompts):
-                    all_done.set()
+        def emit(output: RequestOutput) -> None:  # called on the step loop, i.e. on this thread
+            if not output.is_finished:
+                return
+            finals[index] = output
+            if progress:
+                progress(label, len(finals))
+            if serial and index + 1 < len(prompts):
+                submit(index + 1)
+            if len(finals) == len(prompts):
+                engine.shutdown()  # the loop stops after this step
         return emit
 
-    for index, prompt in enumerate(workload.prompts):
-        each_done.clear()
-        engine.submit(prompt, params, emit_for(index))
-        if serial:
-            each_done.wait()
-    all_done.wait()
-    return [finals[i] for i in range(len(workload.prompts))]
+    started = time.perf_counter()
+    for index in range(1 if serial else len(prompts)):
+        submit(index)
+    engine.run_here()
+    wall_s = time.perf_counter() - started
+    return wall_s, [finals[i] for i in range(len(prompts))]
 
 
 def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: bool, label: str = "",
              progress: Progress | None = None) -> PassResult:
-    """One replay of the workload on a fresh engine over `runner`; the pool is checked for leaks after."""
+    """One replay of the workload on a fresh engine over `runner`; the pool is checked for leaks after.
+
+    The step loop runs on the calling thread (Engine.run_here): torch's OpenMP threads are slower
+    for any other thread.
+    """
     engine = Engine(config, runner=runner)
-    with engine:
-        started = time.perf_counter()
-        finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
-        wall_s = time.perf_counter() - started
-        flush_and_check(engine, finals)
+    wall_s, finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
+    flush_and_check(engine, finals)
     return PassResult(
         wall_s=wall_s,
         prefill_tokens=sum(f.usage.computed_prefill_tokens for f in finals),

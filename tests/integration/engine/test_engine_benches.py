@@ -24,6 +24,27 @@ def test_rag_bench_computes_the_shared_prefix_once_with_identical_outputs(smollm
     assert result["cached_tokens_on"] >= 5 * (workload.num_prefix_tokens - 16)
 
 
+def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
+    """The engine's default dtype: batch-invariant attention keeps cache-on answers equal to cache-off ones."""
+    import torch
+
+    from engine.kv_pool import KVPool
+    from engine.models.llama import ModelShape
+    from engine.runner import ModelRunner
+
+    shape = ModelShape.from_config(smollm.config)
+    pool = KVPool(256, 16, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim,
+                  dtype=torch.bfloat16)
+    runner = ModelRunner(smollm, pool, torch.bfloat16, "cpu")
+    workload = generate_rag_workload(smollm.tokenizer, num_requests=16, system_tokens=500, document_tokens=500,
+                                     max_new_tokens=16)
+    config = EngineConfig(model="smollm2-135m", dtype="bfloat16", page_size=16, max_batch_tokens=256)
+    for serial in (False, True):
+        result = run_rag_bench(runner, config, workload, serial=serial)
+        assert result["outputs_identical"], f"serial={serial}"
+        assert result["prefill_tokens_on"] < result["prefill_tokens_off"]
+
+
 def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runners):
     requests = agent_requests(smollm.tokenizer, generate_agent_rows(num_requests=12))
     runner = runners(48, 16)  # 768 tokens: far less than the workload's distinct prefixes
