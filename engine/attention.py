@@ -52,7 +52,7 @@ class PagedAttention:
         self.scale = head_dim**-0.5
 
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
-        return plan_attention(batch, self.group_size, window, self.pool.k_cache[0].dtype, device)
+        return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device)
 
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
         """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
@@ -72,19 +72,26 @@ class PagedAttention:
         rows = cache.view(cache.shape[0], -1).index_select(0, slots.reshape(-1))
         return rows.view(*slots.shape, *cache.shape[1:])
 
+    @staticmethod
+    def gather_rows(cache: torch.Tensor, rows: torch.Tensor, shape: tuple) -> torch.Tensor:
+        """Head-major rows of a pool layer (see attention_plan.head_major_rows) -> ``shape``."""
+        return cache.view(-1, cache.shape[-1]).index_select(0, rows).view(shape)
+
     def _attend(self, q, k_cache, v_cache, group: AttentionGroup) -> torch.Tensor:
         b, max_q, kvh, g, d = group.num_seqs, group.max_q, self.num_kv_heads, self.group_size, self.head_dim
         rows = g * max_q
         q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
         # (B*max_q, H, D) -> (KVH, B, G*max_q, D); the scale is folded into q (exact for a power of two)
         q_rows = q_rows.view(b, max_q, kvh, g, d).permute(2, 0, 3, 1, 4).reshape(kvh, b, rows, d) * self.scale
-        own_keys = self.gather(k_cache, group.own_slots).permute(2, 0, 3, 1)  # (KVH, B, D, Lo)
-        own_values = self.gather(v_cache, group.own_slots).view(b, -1, BLOCK, kvh, d).permute(3, 0, 1, 2, 4)
+        own_shape = (kvh, b, group.own_slots.shape[1], d)
+        own_keys = self.gather_rows(k_cache, group.own_rows, own_shape).transpose(2, 3)  # (KVH, B, D, Lo)
+        own_values = self.gather_rows(v_cache, group.own_rows, own_shape).view(kvh, b, -1, BLOCK, d)
         shared = None
         if group.shared_slots is not None:
-            keys = self.gather(k_cache, group.shared_slots).permute(1, 2, 0).contiguous()  # (KVH, D, Ls)
-            values = self.gather(v_cache, group.shared_slots).view(-1, BLOCK, kvh, d).permute(2, 0, 1, 3)
-            shared = (keys, values.contiguous())  # values (KVH, S, BLOCK, D)
+            shared_shape = (kvh, group.shared_slots.shape[0], d)
+            keys = self.gather_rows(k_cache, group.shared_rows, shared_shape).transpose(1, 2)  # (KVH, D, Ls)
+            values = self.gather_rows(v_cache, group.shared_rows, shared_shape).view(kvh, -1, BLOCK, d)
+            shared = (keys, values)  # values (KVH, S, BLOCK, D)
         step = max(1, TILE_ROWS // rows)
         tiles = []
         for lo in range(0, b, step):  # a few sequences at a time: their scores stay in cache
@@ -114,12 +121,12 @@ class PagedAttention:
         probs = scores.softmax(dim=-1)  # (KVH, b, rows, L): float32 inside, exact zeros where hidden
         width = probs.shape[-1]
         acc = torch.zeros(kvh, b * rows, d, dtype=torch.float32, device=q_rows.device)
-        if num_shared:
-            for head in range(kvh):  # block s of the prefix probabilities is a strided view of probs
-                p = probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1))
-                parts = torch.bmm(p, shared[1][head])  # (S, b*rows, D)
-                for block in range(num_shared):
-                    acc[head] += parts[block]
+        if num_shared:  # block s of the prefix probabilities is a strided view of probs: no copy
+            parts = torch.stack([
+                torch.bmm(probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1)), shared[1][head])
+                for head in range(kvh)])  # (KVH, S, b*rows, D)
+            for block in range(num_shared):
+                acc += parts[:, block]
         own = probs[..., num_shared * BLOCK :].reshape(kvh, b, rows, -1, BLOCK).transpose(2, 3)
         parts = torch.matmul(own, own_values)  # (KVH, b, n_own, rows, D)
         acc = acc.view(kvh, b, rows, d)

@@ -46,8 +46,10 @@ class AttentionGroup:
     row_index: torch.Tensor | None  # real rows among the B * max_q padded ones; None = all
     out_index: torch.Tensor | None  # where the real rows go among T; None = identity
     own_slots: torch.Tensor  # (B, n_own * BLOCK) slots after the shared blocks; padding repeats a real slot
+    own_rows: torch.Tensor  # (KVH * B * n_own * BLOCK,) rows of the pool viewed (slots * KVH, D), head-major
     mask: torch.Tensor | None  # (B, G * max_q, n_own * BLOCK) in the model dtype: 0 = attend, -inf = hidden
     shared_slots: torch.Tensor | None  # (n_shared * BLOCK,) slots every unit starts with, or None
+    shared_rows: torch.Tensor | None  # (KVH * n_shared * BLOCK,) their pool rows, head-major
     num_seqs: int
     max_q: int
 
@@ -85,16 +87,16 @@ def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]
     return buckets, pieces
 
 
-def plan_attention(batch: ForwardBatch, group_size: int, window: int | None, dtype: torch.dtype,
+def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, window: int | None, dtype: torch.dtype,
                    device) -> AttentionPlan:
     buckets, pieces = split_units(batch)
     units_per_group = [buckets[k] for k in sorted(buckets)] + [[piece] for piece in pieces]
-    groups = [plan_group(batch, units, group_size, window, dtype, device) for units in units_per_group]
+    groups = [plan_group(batch, units, num_kv_heads, group_size, window, dtype, device) for units in units_per_group]
     return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups)
 
 
-def plan_group(batch: ForwardBatch, units: list[Unit], group_size: int, window: int | None, dtype: torch.dtype,
-               device) -> AttentionGroup:
+def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_size: int, window: int | None,
+               dtype: torch.dtype, device) -> AttentionGroup:
     """Index tensors and the mask of one group, vectorized over its B units."""
     num_seqs = len(units)
     starts = torch.tensor([u.token_start for u in units])
@@ -130,16 +132,26 @@ def plan_group(batch: ForwardBatch, units: list[Unit], group_size: int, window: 
     real_rows = is_real.nonzero().squeeze(1)
     out_index = token_index[real_rows]
     is_identity = max_q == 1 and num_seqs == batch.num_tokens and bool((starts == torch.arange(num_seqs)).all())
+    shared_slots = slots[0, :num_shared] if num_shared else None
     return AttentionGroup(
         token_index=None if is_identity else token_index.to(device),
         row_index=None if bool(is_real.all()) else real_rows.to(device),
         out_index=None if is_identity else out_index.to(device),
         own_slots=own_slots.to(device),
+        own_rows=head_major_rows(own_slots, num_kv_heads).to(device),
         mask=mask,
-        shared_slots=slots[0, :num_shared].to(device) if num_shared else None,
+        shared_slots=shared_slots.to(device) if num_shared else None,
+        shared_rows=head_major_rows(shared_slots, num_kv_heads).to(device) if num_shared else None,
         num_seqs=num_seqs,
         max_q=max_q,
     )
+
+
+def head_major_rows(slots: torch.Tensor, num_kv_heads: int) -> torch.Tensor:
+    """Rows of a pool layer viewed as (num_slots * KVH, D) for every head of every slot, head first:
+    one index_select then yields (KVH, *slots.shape, D) with no permute copy."""
+    heads = torch.arange(num_kv_heads).view(-1, *([1] * slots.dim()))
+    return (slots[None] * num_kv_heads + heads).reshape(-1)
 
 
 def _num_shared_blocks(slots: torch.Tensor, prefix_lens: torch.Tensor) -> int:
