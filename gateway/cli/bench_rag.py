@@ -12,6 +12,7 @@ from gateway.cli.bench_progress import THREADS_HELP, progress_bars, set_torch_th
 
 TARGET_SPEEDUP = 6.4
 TARGET_PREFILL_RATIO = 0.1
+TARGET_BASELINE_SPEEDUP = 5.0  # over every baseline, cold-group mode
 
 
 def register(app: typer.Typer) -> None:
@@ -106,6 +107,13 @@ def _print(result: dict) -> None:
     console = Console()
     console.print(table)
     ok = lambda flag: "[green]ok[/green]" if flag else "[red]MISSED[/red]"  # noqa: E731
+    target = TARGET_BASELINE_SPEEDUP if result["mode"] == "cold-group" else 1.0
+    for baseline in result["baselines"]:
+        if "radixgate_speedup" in baseline:
+            ratio = baseline["radixgate_speedup"]
+            console.print(f"radixgate {ratio:.2f}x faster than {baseline['name']} (target >= {target:g}x) "
+                          f"{ok(ratio >= target)}; same greedy tokens on "
+                          f"{baseline['outputs_match_radixgate']:.0%} of requests")
     console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
                   f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
                   f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
