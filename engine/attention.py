@@ -10,11 +10,13 @@ One group is a few matmuls, however many sequences it holds:
   * scores: queries times the group's own keys, plus, when the group shares a
     cached prefix, queries of all its sequences times the prefix keys in ONE
     matmul (the prefix gathered once, not once per sequence);
-  * one float32 softmax over [prefix | own] keys, so the cascade is exact;
+  * one softmax over [prefix | own] keys (float32 inside), so the cascade is exact;
   * values block by block (``BLOCK`` key positions from position 0), each
     block's product summed into a float32 accumulator in block order.
 Grouped-query attention without copying K/V: the ``G`` query heads of one kv
-head are extra query rows of that kv head, ``(B, KVH, G * max_q, D)``.
+head are extra query rows of that kv head, ``(KVH, B, G * max_q, D)``; K/V are
+gathered head-major straight from the pool. Sequences are attended a tile at a
+time (``TILE_ROWS``) so that their scores stay in cache.
 
 Batch invariance. A query's output depends only on its own query and keys,
 never on the batch around it: its scores are dot products over ``head_dim``;
@@ -23,7 +25,8 @@ over the same blocks in the same order whether it runs alone, batched,
 in a piece of a long chunk or under a shared-prefix cascade (matmuls always
 see at least two rows: one-row products take another kernel). So greedy
 output with the radix cache on equals output with it off in bfloat16 too,
-not only in float32. Explicit matmuls here beat CPU flash SDPA ~2x in bf16.
+not only in float32 (where matmul kernels chosen by shape still move the last
+bit). Explicit matmuls beat CPU flash SDPA ~2x in bf16 on the 2-core box.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from engine.forward_batch import ForwardBatch
 
 __all__ = ["AttentionPlan", "PagedAttention"]
 
-TILE_ROWS = 384  # query rows (per kv head) attended at a time: their float32 scores stay in cache
+TILE_ROWS = 384  # query rows (per kv head) attended at a time: their scores stay in cache
 
 
 class PagedAttention:
@@ -65,12 +68,6 @@ class PagedAttention:
         for group in plan.groups:
             out[group.out_index if group.out_index is not None else slice(None)] = self._attend(q, k_cache, v_cache, group)
         return out
-
-    @staticmethod
-    def gather(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """cache rows at ``slots`` (any shape S) -> (*S, KVH, D); index_select on a 2-D view is the fast copy."""
-        rows = cache.view(cache.shape[0], -1).index_select(0, slots.reshape(-1))
-        return rows.view(*slots.shape, *cache.shape[1:])
 
     @staticmethod
     def gather_rows(cache: torch.Tensor, rows: torch.Tensor, shape: tuple) -> torch.Tensor:
