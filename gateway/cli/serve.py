@@ -53,7 +53,11 @@ def serve(
     )
     log_urls(settings, with_dashboard)
     try:
-        engine = load_engine(settings)
+        try:
+            engine = load_engine(settings)
+        except (OSError, ValueError) as exc:  # a missing model path, an unknown spec or dtype
+            typer.echo(f"error: cannot load model {settings.engine.model!r}: {exc}", err=True)
+            raise typer.Exit(2) from exc
         server = uvicorn.Server(uvicorn.Config(create_app(settings, engine=engine), host=settings.host,
                                                port=settings.port, log_level=settings.log_level.lower()))
         if engine is None:

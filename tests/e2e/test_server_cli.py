@@ -62,8 +62,22 @@ def test_serve_with_dashboard_config_and_db_flags(tmp_path):
             process.send_signal(signal.SIGINT)
             process.wait(60)
     log_text = log_path.read_text()
+    # SIGINT: the HTTP thread shut the app down (lifespan ran), then the engine loop on main stopped
+    assert process.returncode == 0 and "Application shutdown complete" in log_text, log_text[-3000:]
     assert f"http://127.0.0.1:{api_port}/v1" in log_text and f"dashboard: http://127.0.0.1:{dashboard_port}" in log_text
     deadline = time.monotonic() + 15
     while is_up(f"http://127.0.0.1:{dashboard_port}/_stcore/health") and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not is_up(f"http://127.0.0.1:{dashboard_port}/_stcore/health")
+
+
+def test_serve_with_a_missing_model_says_so_and_exits_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADIXGATE_")}
+    result = subprocess.run(
+        [str(RADIXGATE), "serve", "--port", str(free_port()), "--db", f"sqlite:///{tmp_path / 'r.db'}",
+         "--model", str(tmp_path / "no-such-model")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "cannot load model" in result.stderr and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
