@@ -80,12 +80,12 @@ class PagedAttention:
         q_rows = q if group.token_index is None else q.index_select(0, group.token_index)
         # (B*max_q, H, D) -> (KVH, B, G*max_q, D); the scale is folded into q (exact for a power of two)
         q_rows = q_rows.view(b, max_q, kvh, g, d).permute(2, 0, 3, 1, 4).reshape(kvh, b, rows, d) * self.scale
-        own_shape = (kvh, b, group.own_slots.shape[1], d)
+        own_shape = (kvh, b, group.num_own_blocks * BLOCK, d)
         own_keys = self.gather_rows(k_cache, group.own_rows, own_shape).transpose(2, 3)  # (KVH, B, D, Lo)
         own_values = self.gather_rows(v_cache, group.own_rows, own_shape).view(kvh, b, -1, BLOCK, d)
         shared = None
-        if group.shared_slots is not None:
-            shared_shape = (kvh, group.shared_slots.shape[0], d)
+        if group.shared_rows is not None:
+            shared_shape = (kvh, group.num_shared_blocks * BLOCK, d)
             keys = self.gather_rows(k_cache, group.shared_rows, shared_shape).transpose(1, 2)  # (KVH, D, Ls)
             values = self.gather_rows(v_cache, group.shared_rows, shared_shape).view(kvh, -1, BLOCK, d)
             shared = (keys, values)  # values (KVH, S, BLOCK, D)

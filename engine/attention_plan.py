@@ -45,21 +45,14 @@ class AttentionGroup:
     token_index: torch.Tensor | None  # (B * max_q,) rows of q to gather; None = identity
     row_index: torch.Tensor | None  # real rows among the B * max_q padded ones; None = all
     out_index: torch.Tensor | None  # where the real rows go among T; None = identity
-    own_slots: torch.Tensor  # (B, n_own * BLOCK) slots after the shared blocks; padding repeats a real slot
-    own_rows: torch.Tensor  # (KVH * B * n_own * BLOCK,) rows of the pool viewed (slots * KVH, D), head-major
+    own_rows: torch.Tensor  # (KVH * B * n_own * BLOCK,) pool rows (see head_major_rows) of the keys after
+    #                         the shared blocks; padding repeats a real slot
     mask: torch.Tensor | None  # (B, G * max_q, n_own * BLOCK) in the model dtype: 0 = attend, -inf = hidden
-    shared_slots: torch.Tensor | None  # (n_shared * BLOCK,) slots every unit starts with, or None
-    shared_rows: torch.Tensor | None  # (KVH * n_shared * BLOCK,) their pool rows, head-major
+    shared_rows: torch.Tensor | None  # (KVH * n_shared * BLOCK,) pool rows of the blocks every unit starts with
     num_seqs: int
     max_q: int
-
-    @property
-    def num_shared_blocks(self) -> int:
-        return 0 if self.shared_slots is None else self.shared_slots.shape[0] // BLOCK
-
-    @property
-    def num_own_blocks(self) -> int:
-        return self.own_slots.shape[1] // BLOCK
+    num_own_blocks: int
+    num_shared_blocks: int  # 0 when shared_rows is None
 
 
 @dataclass
@@ -132,18 +125,17 @@ def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_
     real_rows = is_real.nonzero().squeeze(1)
     out_index = token_index[real_rows]
     is_identity = max_q == 1 and num_seqs == batch.num_tokens and bool((starts == torch.arange(num_seqs)).all())
-    shared_slots = slots[0, :num_shared] if num_shared else None
     return AttentionGroup(
         token_index=None if is_identity else token_index.to(device),
         row_index=None if bool(is_real.all()) else real_rows.to(device),
         out_index=None if is_identity else out_index.to(device),
-        own_slots=own_slots.to(device),
         own_rows=head_major_rows(own_slots, num_kv_heads).to(device),
         mask=mask,
-        shared_slots=shared_slots.to(device) if num_shared else None,
-        shared_rows=head_major_rows(shared_slots, num_kv_heads).to(device) if num_shared else None,
+        shared_rows=head_major_rows(slots[0, :num_shared], num_kv_heads).to(device) if num_shared else None,
         num_seqs=num_seqs,
         max_q=max_q,
+        num_own_blocks=own_width // BLOCK,
+        num_shared_blocks=num_shared // BLOCK,
     )
 
 

@@ -55,7 +55,7 @@ def test_shared_prefix_is_attended_once_and_exactly(q_lens):
     q = torch.randn(sum(q_lens), KVH * G, D, generator=torch.Generator().manual_seed(1))
     out, plan = attend(pool, q, seq_kv_slots, q_lens)
     (group,) = plan.groups if len(set(n.bit_length() for n in q_lens)) == 1 else plan.groups[:1]
-    assert group.shared_slots is not None and group.shared_slots.numel() == 2 * BLOCK
+    assert group.shared_rows is not None and group.num_shared_blocks == 2  # 2 * BLOCK of the 300 shared slots
     expected = reference(pool, q, [torch.tensor(s) for s in seq_kv_slots], q_lens)
     assert torch.allclose(out.double(), expected, atol=1e-5)
 
@@ -64,7 +64,7 @@ def test_sequences_without_a_common_prefix_take_the_plain_path():
     pool = make_pool(torch.float32)
     seq_kv_slots = [list(range(0, 300)), list(range(400, 700))]
     _, plan = attend(pool, torch.randn(2, KVH * G, D), seq_kv_slots, [1, 1])
-    assert [g.shared_slots for g in plan.groups] == [None]
+    assert [(g.shared_rows, g.num_shared_blocks) for g in plan.groups] == [(None, 0)]
 
 
 def test_long_chunks_are_cut_into_pieces_that_match_the_reference():
