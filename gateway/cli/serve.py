@@ -91,11 +91,10 @@ def run_engine_on_main_thread(server, engine) -> None:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     thread.start()
     try:
-        engine.run_here(until=server_done)
+        engine.run_here(until=server_done)  # on return or Ctrl-C the loop has stopped and aborted what was left
     finally:
         server.should_exit = True
         thread.join()
-        engine.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
