@@ -15,19 +15,22 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention import AttentionPlan, PagedAttention
+from engine.models.packed_linear import PackedLinear, packing_applies
 from engine.models.rope import RotaryTable, apply_rotary
+
+Weight = torch.Tensor | PackedLinear
 
 
 @dataclass
 class LayerWeights:
     input_norm: torch.Tensor  # (hidden,)
-    qkv: torch.Tensor  # ((H + 2 * KVH) * D, hidden)
+    qkv: Weight  # ((H + 2 * KVH) * D, hidden)
     qkv_bias: torch.Tensor | None  # ((H + 2 * KVH) * D,)
-    o_proj: torch.Tensor  # (hidden, H * D)
+    o_proj: Weight  # (hidden, H * D)
     o_bias: torch.Tensor | None
     post_norm: torch.Tensor  # (hidden,)
-    gate_up: torch.Tensor  # (2 * intermediate, hidden)
-    down: torch.Tensor  # (hidden, intermediate)
+    gate_up: Weight  # (2 * intermediate, hidden)
+    down: Weight  # (hidden, intermediate)
     gate_up_bias: torch.Tensor | None
     down_bias: torch.Tensor | None
 
@@ -75,11 +78,13 @@ def layer_windows(config) -> list[int | None]:
     return [None] * num_layers
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """F.linear, but a single row runs as two: a one-row product takes a gemv kernel that rounds
-    differently, and each row's result must not depend on how many rows share the batch."""
+def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear (or a PackedLinear), but a single row runs as two: a one-row product takes a gemv
+    kernel that rounds differently, and each row's result must not depend on how many rows share the batch."""
     if x.shape[0] == 1:
-        return F.linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
+        return linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
+    if isinstance(weight, PackedLinear):
+        return weight(x, bias)
     return F.linear(x, weight, bias)
 
 
@@ -108,6 +113,8 @@ class LlamaModel:
         has_head = "lm_head.weight" in state_dict and not self.shape.is_tied
         self.lm_head = get("lm_head.weight") if has_head else self.embed
         self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
+        if packing_applies(dtype, self.device):
+            self._pack_linears()
         max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
         self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)
 
@@ -134,6 +141,13 @@ class LlamaModel:
             gate_up_bias=gate_up_bias,
             down_bias=opt("mlp.down_proj.bias"),
         )
+
+    def _pack_linears(self) -> None:
+        """Lay every linear weight out once for oneDNN (see engine.models.packed_linear)."""
+        for layer in self.layers:
+            for name in ("qkv", "o_proj", "gate_up", "down"):
+                setattr(layer, name, PackedLinear(getattr(layer, name)))
+        self.lm_head = PackedLinear(self.lm_head)  # a tied head keeps self.embed for the embedding lookup
 
     def rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, (x.shape[-1],), weight, self.shape.rms_norm_eps)
