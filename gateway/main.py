@@ -95,7 +95,11 @@ def load_engine(settings: Settings) -> Any:
 
     config = settings.engine.to_engine_config()
     log.info("loading model %s on %s (first load of a GGUF dequantizes it, ~20 s)", config.model, config.device)
-    return Engine(config)
+    engine = Engine(config)
+    runner = engine.runner
+    log.info("model %s ready: %s on %s, KV cache of %d tokens", runner.loaded_model.model_id,
+             str(runner.dtype).removeprefix("torch."), runner.device, runner.pool.num_pages * runner.pool.page_size)
+    return engine
 
 
 def build_services(gw: GatewayState) -> None:
