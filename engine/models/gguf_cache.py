@@ -1,6 +1,6 @@
 """Dequantize a GGUF file once with transformers and keep the result as a Hugging Face directory.
 
-The cache directory (``<cache root>/<gguf stem>``) holds ``model.safetensors``
+The cache directory (``<cache root>/<gguf stem>-<hash of its path>``) holds ``model.safetensors``
 (dequantized fp32 weights, HF names; a tied LM head is not stored),
 ``config.json``, the tokenizer files and ``source.json`` (path, size and mtime
 of the GGUF it came from; a different source rebuilds the cache). It is written
@@ -9,6 +9,7 @@ to a temporary sibling and renamed, so a crash never leaves half a cache.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -80,7 +81,9 @@ def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
 
 def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
     """The HF directory for ``gguf_path``, dequantizing it on the first call."""
-    cache_dir = (cache_root or default_cache_root()) / gguf_path.stem
+    # one folder per GGUF path, so two installs of the same file (two venvs) do not rebuild each other's
+    path_key = hashlib.sha1(str(gguf_path.resolve()).encode()).hexdigest()[:10]
+    cache_dir = (cache_root or default_cache_root()) / f"{gguf_path.stem}-{path_key}"
     if not is_cache_valid(cache_dir, gguf_path):
         build_gguf_cache(gguf_path, cache_dir)
     return cache_dir
