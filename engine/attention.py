@@ -24,9 +24,11 @@ padded and hidden keys get probability exactly 0; and its values are summed
 over the same blocks in the same order whether it runs alone, batched,
 in a piece of a long chunk or under a shared-prefix cascade (matmuls always
 see at least two rows: one-row products take another kernel). So greedy
-output with the radix cache on equals output with it off in bfloat16 too,
-not only in float32 (where matmul kernels chosen by shape still move the last
-bit). Explicit matmuls beat CPU flash SDPA ~2x in bf16 on the 2-core box.
+output with the radix cache on equals output with it off, bit for bit, in
+bfloat16. In float32, MKL rounds products of 1-3 rows differently from larger
+ones (a lone decode token is G rows; under a cascade its prefix is scored with
+the group's), so there the last bit may still move. Explicit matmuls beat CPU
+flash SDPA ~2x in bf16 on the 2-core box.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ class PackedLinear:
     """A (out_features, in_features) weight in oneDNN's blocked layout; call it like F.linear."""
 
     def __init__(self, weight: torch.Tensor) -> None:
-        self.shape = weight.shape
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), PACK_FOR_ROWS)
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
