@@ -11,13 +11,14 @@ the caller (the scheduler) decides the slots and passes them in the batch::
     # next step: the new token's slot is appended to the sequence's slots
     logits = runner.forward(make_forward_batch([[next_id]], [all_slots_including_the_new_one]))
 
-dtype: None/"auto" is bfloat16 on CUDA, and on a CPU with native bfloat16
-matmuls (AVX512-BF16 or AMX); float32 on any other CPU. Measured on two 2-core
-machines (SmolLM2-135M): with AVX512-BF16, bfloat16 decodes 1.5x (batch 1) to
-2.7x (batch 32) and prefills 1,024 tokens 2.3x faster than float32; on an
-AVX2-only CPU, oneDNN emulates bfloat16 and the cold-group RAG bench took 146 s
-against 13 s in float32. Correctness tests and output-equality checks
-against transformers pass ``dtype="float32"``.
+dtype: None/"auto" is bfloat16 on CUDA; on a CPU it is chosen by measurement
+(engine.dtype_choice): bfloat16 only where the CPU has native bfloat16 AND its
+linears time clearly faster than float32 there, else float32. Measured on three
+2-core machines (SmolLM2-135M): an AVX512-BF16 EPYC decoded 1.5x (batch 1) to
+2.7x (batch 32) and prefilled 2.3x faster in bfloat16; an AVX512-BF16 Xeon VM
+(no AMX) ran bfloat16 linears at ~0.6x of float32; an AVX2-only CPU emulates
+bfloat16 (the cold-group RAG bench: 146 s against 13 s). Correctness tests and
+output-equality checks against transformers pass ``dtype="float32"``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import os
 import torch
 
 from engine.attention import PagedAttention
+from engine.dtype_choice import choose_cpu_dtype
 from engine.forward_batch import ForwardBatch
 from engine.models.llama import LlamaModel, ModelShape
 
@@ -40,22 +42,16 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """None/"auto" -> bfloat16 on CUDA and on CPUs with native bfloat16, else float32 (see the module docstring)."""
+    """None/"auto" -> bfloat16 on CUDA; on a CPU, the faster of the two by measurement (see the module docstring)."""
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype is None or dtype == "auto":
-        return torch.bfloat16 if device.type != "cpu" or cpu_has_native_bfloat16() else torch.float32
+        return torch.bfloat16 if device.type != "cpu" else choose_cpu_dtype()
     names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
              "float16": torch.float16, "fp16": torch.float16}
     if dtype not in names:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(names)}")
     return names[dtype]
-
-
-def cpu_has_native_bfloat16() -> bool:
-    """AVX512-BF16 or AMX: without them, bfloat16 matmuls are emulated and an order of magnitude slower."""
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
 def make_attention(pool, shape: ModelShape, device: torch.device):

@@ -27,7 +27,7 @@ def rag(
     repeat: int = typer.Option(1, min=1, help="Passes per mode; wall times are medians."),
     vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (repeatable)."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
-    dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where the CPU has native bfloat16, else float32) | float32 | bfloat16; outputs must match across modes."),
+    dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
     max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:

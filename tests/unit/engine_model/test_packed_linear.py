@@ -6,7 +6,6 @@ import torch.nn.functional as F
 
 from engine.models.llama import linear
 from engine.models.packed_linear import PackedLinear, packing_applies
-from engine.runner import resolve_dtype
 
 pytestmark = pytest.mark.skipif(not packing_applies(torch.float32, torch.device("cpu")),
                                 reason="this torch build has no oneDNN")
@@ -24,13 +23,3 @@ def test_a_row_gets_the_same_bits_in_any_batch(shape):
         assert torch.equal(linear(x[:rows], packed, bias)[:1], alone), f"row 0 changed in a batch of {rows}"
     assert torch.allclose(linear(x, packed, bias), F.linear(x, weight, bias), rtol=0, atol=1e-4)
 
-
-def test_auto_dtype_is_bfloat16_only_where_the_cpu_has_it(monkeypatch):
-    import engine.runner as runner
-
-    cpu = torch.device("cpu")
-    monkeypatch.setattr(runner, "cpu_has_native_bfloat16", lambda: False)
-    assert resolve_dtype("auto", cpu) == resolve_dtype(None, cpu) == torch.float32
-    monkeypatch.setattr(runner, "cpu_has_native_bfloat16", lambda: True)
-    assert resolve_dtype("auto", cpu) == torch.bfloat16
-    assert resolve_dtype("float32", cpu) == torch.float32
