@@ -3,11 +3,22 @@
 ``F.linear`` on a CPU float32 tensor calls MKL's sgemm, which re-packs the
 weight on every call and picks its kernel by the number of rows, so one row's
 result changes with the rows batched around it (seen on an AVX2 EPYC at 5, 8,
-16, 24 ... 1,100 rows). oneDNN with the weight reordered once gives every row
-the same bits for any row count from 2 up (one row takes a gemv path: see
-engine.models.llama.linear) and skips the per-call packing: 1.1x to 2.2x faster
-at decode batch sizes (24 rows) and on par at 1,024 rows on that machine.
-bfloat16 already goes to oneDNN through ``F.linear``, so it is left as it is.
+16, 24 ... 1,100 rows, and on an AVX-512 Xeon from 16 rows up). oneDNN with the
+weight reordered once gives every row the same bits for any row count from 2
+up (one row takes a gemv path: see engine.models.llama.linear) and skips the
+per-call packing: 1.1x to 2.2x faster at decode batch sizes (24 rows) and on
+par at 1,024 rows.
+
+Precision. oneDNN's kernel sums each output along the whole input dimension
+in one float32 chain, and its error grows with that length (~1.4-1.8x MKL's
+here). On an AVX-512 Xeon that put SmolLM2's fp32 logits 1.45e-4 away from
+transformers' fp32 forward (1.3e-4 from float64). So an input dimension longer
+than ``MAX_SLICE`` is cut into slices (SmolLM2: only the MLP's down projection,
+1536 -> 2 x 768), each slice is one packed product, and the slices are added in
+order: a row still gets the same bits in any batch, and the logits come within
+5.6e-5 of transformers (7.7e-5 of float64), for ~1% more prefill time and
+~2-4% more per decode step. bfloat16 goes to oneDNN through ``F.linear``
+with float32 accumulation, and is left as it is.
 """
 
 from __future__ import annotations
@@ -15,17 +26,34 @@ from __future__ import annotations
 import torch
 
 PACK_FOR_ROWS = 1024  # the row count oneDNN lays the weight out for; any count runs on it
+MAX_SLICE = 768  # input features per packed product (see Precision)
+SLICE_ALIGN = 32
 
 
 def packing_applies(dtype: torch.dtype, device: torch.device) -> bool:
     return device.type == "cpu" and dtype == torch.float32 and torch.backends.mkldnn.is_available()
 
 
+def input_slices(in_features: int) -> list[tuple[int, int]]:
+    """[start, end) slices of the input dimension, each at most MAX_SLICE, as even as SLICE_ALIGN allows."""
+    num_slices = -(-in_features // MAX_SLICE)
+    width = -(-in_features // num_slices)
+    width = min(MAX_SLICE, -(-width // SLICE_ALIGN) * SLICE_ALIGN)
+    return [(start, min(in_features, start + width)) for start in range(0, in_features, width)]
+
+
 class PackedLinear:
-    """A (out_features, in_features) weight in oneDNN's blocked layout; call it like F.linear."""
+    """A (out_features, in_features) weight in oneDNN's blocked layout, by input slices; call it like F.linear."""
 
     def __init__(self, weight: torch.Tensor) -> None:
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), PACK_FOR_ROWS)
+        weight = weight.contiguous()
+        self.slices = input_slices(weight.shape[1])
+        self.packed = [torch.ops.mkldnn._reorder_linear_weight(weight[:, a:b].contiguous(), PACK_FOR_ROWS)
+                       for a, b in self.slices]
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, bias, "none", [], "")
+        (a, b), *rest = self.slices
+        out = torch.ops.mkldnn._linear_pointwise(x[:, a:b], self.packed[0], None, "none", [], "")
+        for (a, b), packed in zip(rest, self.packed[1:]):  # in slice order: the same sum for any batch
+            out += torch.ops.mkldnn._linear_pointwise(x[:, a:b], packed, None, "none", [], "")
+        return out if bias is None else out.add_(bias)

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.models.llama import linear
-from engine.models.packed_linear import PackedLinear, packing_applies
+from engine.models.packed_linear import PackedLinear, input_slices, packing_applies
 
 pytestmark = pytest.mark.skipif(not packing_applies(torch.float32, torch.device("cpu")),
                                 reason="this torch build has no oneDNN")
@@ -23,3 +23,23 @@ def test_a_row_gets_the_same_bits_in_any_batch(shape):
         assert torch.equal(linear(x[:rows], packed, bias)[:1], alone), f"row 0 changed in a batch of {rows}"
     assert torch.allclose(linear(x, packed, bias), F.linear(x, weight, bias), rtol=0, atol=1e-4)
 
+
+
+@pytest.mark.parametrize(("in_features", "expected"), [
+    (576, [(0, 576)]), (768, [(0, 768)]), (1536, [(0, 768), (768, 1536)]),
+    (2000, [(0, 672), (672, 1344), (1344, 2000)]), (64, [(0, 64)])])
+def test_long_input_dimensions_are_cut_into_even_slices(in_features, expected):
+    assert input_slices(in_features) == expected
+
+
+def test_slicing_brings_a_long_product_closer_to_float64():
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.randn(576, 4096, generator=gen) * 0.05
+    x = torch.randn(64, 4096, generator=gen)
+    exact = F.linear(x.double(), weight.double())
+    sliced = PackedLinear(weight)(x).double()
+    whole = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(weight, 1024), None,
+                                                "none", [], "").double()
+    assert len(PackedLinear(weight).slices) > 1
+    rms = lambda y: (y - exact).pow(2).mean().sqrt().item()  # noqa: E731
+    assert rms(sliced) < rms(whole)
