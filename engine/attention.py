@@ -85,12 +85,7 @@ class PagedAttention:
         own_shape = (kvh, b, group.num_own_blocks * BLOCK, d)
         own_keys = self.gather_rows(k_cache, group.own_rows, own_shape).transpose(2, 3)  # (KVH, B, D, Lo)
         own_values = self.gather_rows(v_cache, group.own_rows, own_shape).view(kvh, b, -1, BLOCK, d)
-        shared = None
-        if group.shared_rows is not None:
-            shared_shape = (kvh, group.num_shared_blocks * BLOCK, d)
-            keys = self.gather_rows(k_cache, group.shared_rows, shared_shape).transpose(1, 2)  # (KVH, D, Ls)
-            values = self.gather_rows(v_cache, group.shared_rows, shared_shape).view(kvh, -1, BLOCK, d)
-            shared = (keys, values)  # values (KVH, S, BLOCK, D)
+        shared = self._shared_kv(k_cache, v_cache, group) if group.num_shared_blocks else None
         step = max(1, TILE_ROWS // rows)
         tiles = []
         for lo in range(0, b, step):  # a few sequences at a time: their scores stay in cache
@@ -99,6 +94,17 @@ class PagedAttention:
             tiles.append(self._attend_tile(q_rows[:, lo:hi], own_keys[:, lo:hi], own_values[:, lo:hi], mask, shared))
         out = tiles[0] if len(tiles) == 1 else torch.cat(tiles, dim=1)
         return self._rows_out(out.to(q.dtype), group)
+
+    def _shared_kv(self, k_cache, v_cache, group: AttentionGroup) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys (KVH, D, Ls) and values (KVH, S, BLOCK, D) of the shared blocks: a strided view of the pool
+        when their slots are one run (no copy; the matmuls give the same bits), else gathered."""
+        kvh, d, length = self.num_kv_heads, self.head_dim, group.num_shared_blocks * BLOCK
+        if group.shared_start is not None:
+            run = slice(group.shared_start, group.shared_start + length)
+            return k_cache[run].permute(1, 2, 0), v_cache[run].permute(1, 0, 2).view(kvh, -1, BLOCK, d)
+        shape = (kvh, length, d)
+        keys = self.gather_rows(k_cache, group.shared_rows, shape).transpose(1, 2)
+        return keys, self.gather_rows(v_cache, group.shared_rows, shape).view(kvh, -1, BLOCK, d)
 
     @staticmethod
     def _attend_tile(q_rows, own_keys, own_values, mask, shared) -> torch.Tensor:

@@ -5,7 +5,8 @@ that sequence over its kv slots ``[0, prefix + b)``): a short sequence (at most
 ``MAX_BUCKET`` new tokens, e.g. every decode token) is one unit; a long prefill
 chunk is cut into pieces of ``MAX_PIECE`` queries, so a piece early in a causal
 chunk reads only the keys it can see. Short units are batched by length bucket
-(1, 2, 4, ... 64 queries: padding at most doubles a group) and attended in one
+(1, 2, 4, 8, 16, 32, 48, 64 queries: a short unit at most doubles, a longer one
+gains at most 15 padded rows) and attended in one
 set of matmuls; each piece is a group of its own.
 
 Keys are read in blocks of ``BLOCK`` positions counted from position 0 of the
@@ -27,6 +28,7 @@ from engine.forward_batch import ForwardBatch
 
 BLOCK = 128  # key positions per block: the unit of the cascade and of the fixed-order sum
 MAX_BUCKET = 64  # sequences with at most this many new tokens are batched together
+BUCKET_STEP = 16  # above this, buckets grow by this step instead of doubling (46-token suffixes: 48, not 64)
 MAX_PIECE = 128  # longer prefill chunks are attended this many queries at a time
 
 
@@ -48,11 +50,13 @@ class AttentionGroup:
     own_rows: torch.Tensor  # (KVH * B * n_own * BLOCK,) pool rows (see head_major_rows) of the keys after
     #                         the shared blocks; padding repeats a real slot
     mask: torch.Tensor | None  # (B, G * max_q, n_own * BLOCK) in the model dtype: 0 = attend, -inf = hidden
-    shared_rows: torch.Tensor | None  # (KVH * n_shared * BLOCK,) pool rows of the blocks every unit starts with
+    shared_rows: torch.Tensor | None  # (KVH * n_shared * BLOCK,) pool rows of the blocks every unit starts with;
+    #                                   None when they are one run of slots (shared_start) or there are none
+    shared_start: int | None  # first slot of the shared blocks when their slots are one ascending run
     num_seqs: int
     max_q: int
     num_own_blocks: int
-    num_shared_blocks: int  # 0 when shared_rows is None
+    num_shared_blocks: int  # 0 when nothing is shared
 
 
 @dataclass
@@ -70,7 +74,7 @@ def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]
     for i, (q_len, kv_len) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens)):
         prefix = kv_len - q_len
         if q_len <= MAX_BUCKET:
-            bucket = 1 << (q_len - 1).bit_length()
+            bucket = length_bucket(q_len)
             buckets.setdefault(bucket, []).append(Unit(i, start, q_len, kv_len))
         else:
             for a in range(0, q_len, MAX_PIECE):
@@ -78,6 +82,13 @@ def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]
                 pieces.append(Unit(i, start + a, b - a, prefix + b))
         start += q_len
     return buckets, pieces
+
+
+def length_bucket(q_len: int) -> int:
+    """1, 2, 4, 8, 16, then multiples of BUCKET_STEP: a padded unit is at most 2x (short) or +15 rows (long)."""
+    if q_len <= BUCKET_STEP:
+        return 1 << (q_len - 1).bit_length()
+    return -(-q_len // BUCKET_STEP) * BUCKET_STEP
 
 
 def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, window: int | None, dtype: torch.dtype,
@@ -100,6 +111,7 @@ def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_
     slots = torch.nn.utils.rnn.pad_sequence(
         [batch.seq_kv_slots[u.seq][: u.kv_len].cpu() for u in units], batch_first=True)  # (B, max_kv)
     num_shared = _num_shared_blocks(slots, kv_lens - q_lens) * BLOCK if window is None else 0
+    shared_start = run_start(slots[0, :num_shared]) if num_shared else None
     own_lens = kv_lens - num_shared
     own_width = -(-int(own_lens.max()) // BLOCK) * BLOCK
     cols = torch.arange(own_width)
@@ -131,7 +143,9 @@ def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_
         out_index=None if is_identity else out_index.to(device),
         own_rows=head_major_rows(own_slots, num_kv_heads).to(device),
         mask=mask,
-        shared_rows=head_major_rows(slots[0, :num_shared], num_kv_heads).to(device) if num_shared else None,
+        shared_rows=None if num_shared == 0 or shared_start is not None else
+        head_major_rows(slots[0, :num_shared], num_kv_heads).to(device),
+        shared_start=shared_start,
         num_seqs=num_seqs,
         max_q=max_q,
         num_own_blocks=own_width // BLOCK,
@@ -144,6 +158,12 @@ def head_major_rows(slots: torch.Tensor, num_kv_heads: int) -> torch.Tensor:
     one index_select then yields (KVH, *slots.shape, D) with no permute copy."""
     heads = torch.arange(num_kv_heads).view(-1, *([1] * slots.dim()))
     return (slots[None] * num_kv_heads + heads).reshape(-1)
+
+
+def run_start(slots: torch.Tensor) -> int | None:
+    """The first slot when ``slots`` are consecutive ascending (a view of the pool reads them), else None."""
+    first = int(slots[0])
+    return first if bool((slots == torch.arange(first, first + len(slots))).all()) else None
 
 
 def _num_shared_blocks(slots: torch.Tensor, prefix_lens: torch.Tensor) -> int:

@@ -55,7 +55,8 @@ def test_shared_prefix_is_attended_once_and_exactly(q_lens):
     q = torch.randn(sum(q_lens), KVH * G, D, generator=torch.Generator().manual_seed(1))
     out, plan = attend(pool, q, seq_kv_slots, q_lens)
     (group,) = plan.groups if len(set(n.bit_length() for n in q_lens)) == 1 else plan.groups[:1]
-    assert group.shared_rows is not None and group.num_shared_blocks == 2  # 2 * BLOCK of the 300 shared slots
+    assert group.num_shared_blocks == 2  # 2 * BLOCK of the 300 shared slots
+    assert group.shared_start == 100 and group.shared_rows is None  # one run of slots: read as a view
     expected = reference(pool, q, [torch.tensor(s) for s in seq_kv_slots], q_lens)
     assert torch.allclose(out.double(), expected, atol=1e-5)
 
@@ -108,3 +109,23 @@ def test_each_query_gets_the_same_bits_in_any_batch(dtype):
     slots, q_len = sequences[4]
     tail, _ = attend(pool, queries[4][-80:], [slots], [80])
     assert same(tail, alone[4][-80:])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_a_scattered_shared_prefix_is_gathered_and_gives_the_bits_of_a_contiguous_one(dtype):
+    """The same K/V laid out as one run of slots (read as a view) or as shuffled pages (gathered)."""
+    pool = make_pool(dtype)
+    length, page = 2 * BLOCK + 40, 16
+    run = list(range(0, length))
+    pages = torch.randperm(length // page + 1, generator=torch.Generator().manual_seed(4)).tolist()
+    scattered = [3000 + p * page + j for p in pages for j in range(page)][:length]
+    for cache in (pool.k_cache[0], pool.v_cache[0]):
+        cache[scattered] = cache[run]
+    own = [list(range(600 + 100 * i, 600 + 100 * i + 9)) for i in range(3)]
+    q_lens = [1, 1, 1]
+    q = torch.randn(3, KVH * G, D, generator=torch.Generator().manual_seed(5))
+    out_run, plan_run = attend(pool, q, [run + tail for tail in own], q_lens)
+    out_scattered, plan_scattered = attend(pool, q, [scattered + tail for tail in own], q_lens)
+    assert plan_run.groups[0].shared_start == 0 and plan_scattered.groups[0].shared_start is None
+    assert plan_scattered.groups[0].shared_rows is not None and plan_scattered.groups[0].num_shared_blocks == 2
+    assert torch.equal(out_run, out_scattered)
