@@ -15,7 +15,8 @@ One group is a few matmuls, however many sequences it holds:
     block's product summed into a float32 accumulator in block order.
 Grouped-query attention without copying K/V: the ``G`` query heads of one kv
 head are extra query rows of that kv head, ``(KVH, B, G * max_q, D)``; K/V are
-gathered head-major straight from the pool. Sequences are attended a tile at a
+gathered head-major straight from the pool (a shared prefix whose slots are one
+run is read as a strided view, with no copy). Sequences are attended a tile at a
 time (``TILE_ROWS``) so that their scores stay in cache.
 
 Batch invariance. A query's output depends only on its own query and keys,

@@ -3,7 +3,7 @@
 A CPU flag does not settle it. Three 2-core machines, SmolLM2-135M:
   * AMD EPYC with AVX512-BF16: bfloat16 prefilled 2.3x and decoded 1.5-2.7x faster than float32;
   * Intel Xeon with AVX512-BF16 but no AMX exposed (a VM): oneDNN's bfloat16 kernel ran linears at
-    0.65x of packed float32, and the cold-group RAG bench took 13.7 s in bfloat16 against 9.9 s;
+    ~0.55x of packed float32, and the cold-group RAG bench took 13.7 s in bfloat16 against 9.9 s;
   * AVX2-only EPYC: bfloat16 is emulated, 146 s against 13 s.
 So ``auto`` on a CPU with native bfloat16 times one linear of each dtype, at a prefill-sized and a
 decode-sized batch, the way the model runs them (float32 on oneDNN-packed weights), and takes
@@ -42,16 +42,22 @@ def choose_cpu_dtype() -> torch.dtype:
     """float32, or bfloat16 where the CPU has it natively and it measures at least MIN_SPEEDUP faster."""
     if not cpu_has_native_bfloat16():
         return torch.float32
-    speedup = bfloat16_speedup(torch.get_num_threads())
-    dtype = torch.bfloat16 if speedup >= MIN_SPEEDUP else torch.float32
-    logger.info("auto dtype on this CPU: %s (bfloat16 linears measured %.2fx the speed of float32; "
-                "bfloat16 needs %.1fx)", str(dtype).removeprefix("torch."), speedup, MIN_SPEEDUP)
-    return dtype
+    return measured_cpu_dtype(torch.get_num_threads())
 
 
 @functools.cache
-def bfloat16_speedup(num_threads: int) -> float:
-    """float32 time / bfloat16 time of the probe linears (geometric mean over PROBE_ROWS); once per thread count."""
+def measured_cpu_dtype(num_threads: int) -> torch.dtype:
+    """The probe's verdict, measured and logged once per process and thread count."""
+    speedup = bfloat16_speedup()
+    dtype = torch.bfloat16 if speedup >= MIN_SPEEDUP else torch.float32
+    logger.info("auto dtype on this CPU: %s (bfloat16 linears measured %.2fx the speed of float32 on %d "
+                "threads; bfloat16 needs %.1fx)", str(dtype).removeprefix("torch."), speedup, num_threads,
+                MIN_SPEEDUP)
+    return dtype
+
+
+def bfloat16_speedup() -> float:
+    """float32 time / bfloat16 time of the probe linears, geometric mean over PROBE_ROWS."""
     ratios = [_seconds(torch.float32, rows) / _seconds(torch.bfloat16, rows) for rows in PROBE_ROWS]
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
 
@@ -62,7 +68,7 @@ def _seconds(dtype: torch.dtype, rows: int) -> float:
     gen = torch.Generator().manual_seed(0)
     weight = torch.randn(PROBE_SHAPE, generator=gen).to(dtype)
     x = torch.randn(rows, PROBE_SHAPE[1], generator=gen).to(dtype)
-    linear = PackedLinear(weight) if packing_applies(dtype, x.device) else lambda x: F.linear(x, weight)
+    linear = PackedLinear(weight) if packing_applies(dtype, x.device) else lambda rows_in: F.linear(rows_in, weight)
     num_calls = max(1, PROBE_ROWS_PER_TIMING // rows)  # small batches: many calls, so one timing is not noise
     linear(x)  # the first call selects kernels and allocates scratch
     best = math.inf

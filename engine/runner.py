@@ -12,12 +12,8 @@ the caller (the scheduler) decides the slots and passes them in the batch::
     logits = runner.forward(make_forward_batch([[next_id]], [all_slots_including_the_new_one]))
 
 dtype: None/"auto" is bfloat16 on CUDA; on a CPU it is chosen by measurement
-(engine.dtype_choice): bfloat16 only where the CPU has native bfloat16 AND its
-linears time clearly faster than float32 there, else float32. Measured on three
-2-core machines (SmolLM2-135M): an AVX512-BF16 EPYC decoded 1.5x (batch 1) to
-2.7x (batch 32) and prefilled 2.3x faster in bfloat16; an AVX512-BF16 Xeon VM
-(no AMX) ran bfloat16 linears at ~0.6x of float32; an AVX2-only CPU emulates
-bfloat16 (the cold-group RAG bench: 146 s against 13 s). Correctness tests and
+(engine.dtype_choice: bfloat16 only where the CPU has it natively and its
+linears time clearly faster than float32's there). Correctness tests and
 output-equality checks against transformers pass ``dtype="float32"``.
 """
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from engine.attention import PagedAttention
-from engine.attention_plan import BLOCK, MAX_PIECE
+from engine.attention_plan import BLOCK, MAX_PIECE, length_bucket
 from engine.forward_batch import make_forward_batch
 
 KVH, G, D, NUM_SLOTS = 3, 3, 16, 4096
@@ -129,3 +129,8 @@ def test_a_scattered_shared_prefix_is_gathered_and_gives_the_bits_of_a_contiguou
     assert plan_run.groups[0].shared_start == 0 and plan_scattered.groups[0].shared_start is None
     assert plan_scattered.groups[0].shared_rows is not None and plan_scattered.groups[0].num_shared_blocks == 2
     assert torch.equal(out_run, out_scattered)
+
+
+def test_short_units_double_up_to_16_queries_then_grow_by_16():
+    lengths = [1, 2, 3, 5, 9, 16, 17, 33, 46, 48, 49, 64]
+    assert [length_bucket(n) for n in lengths] == [1, 2, 4, 8, 16, 16, 32, 48, 48, 48, 64, 64]

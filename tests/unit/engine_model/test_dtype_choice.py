@@ -11,8 +11,15 @@ from engine.runner import resolve_dtype
 CPU = torch.device("cpu")
 
 
-def never_measured(num_threads):
-    raise AssertionError("without native bfloat16 nothing may be timed")
+@pytest.fixture(autouse=True)
+def fresh_verdict():
+    choice.measured_cpu_dtype.cache_clear()
+    yield
+    choice.measured_cpu_dtype.cache_clear()
+
+
+def never_measured():
+    raise AssertionError("nothing may be timed here")
 
 
 def test_without_native_bfloat16_auto_is_float32_and_nothing_is_timed(monkeypatch):
@@ -22,10 +29,10 @@ def test_without_native_bfloat16_auto_is_float32_and_nothing_is_timed(monkeypatc
 
 
 @pytest.mark.parametrize(("speedup", "expected"), [(2.3, torch.bfloat16), (1.2, torch.bfloat16),
-                                                   (1.19, torch.float32), (0.6, torch.float32)])
+                                                   (1.19, torch.float32), (0.55, torch.float32)])
 def test_with_native_bfloat16_auto_follows_the_measured_speedup(monkeypatch, speedup, expected):
     monkeypatch.setattr(choice, "cpu_has_native_bfloat16", lambda: True)
-    monkeypatch.setattr(choice, "bfloat16_speedup", lambda num_threads: speedup)
+    monkeypatch.setattr(choice, "bfloat16_speedup", lambda: speedup)
     assert resolve_dtype("auto", CPU) == expected
 
 
@@ -38,9 +45,21 @@ def test_explicit_dtypes_and_cuda_are_never_measured(monkeypatch):
         resolve_dtype("float8", CPU)
 
 
-def test_the_real_probe_measures_once_per_thread_count(monkeypatch):
-    choice.bfloat16_speedup.cache_clear()
-    speedup = choice.bfloat16_speedup(torch.get_num_threads())
+def test_the_real_probe_times_both_dtypes_once_per_thread_count(monkeypatch):
+    monkeypatch.setattr(choice, "cpu_has_native_bfloat16", lambda: True)
+    timed = []
+    real_seconds = choice._seconds
+
+    def counting_seconds(dtype, rows):
+        timed.append((dtype, rows))
+        return real_seconds(dtype, rows)
+
+    monkeypatch.setattr(choice, "_seconds", counting_seconds)
+    speedup = choice.bfloat16_speedup()
     assert math.isfinite(speedup) and speedup > 0
-    monkeypatch.setattr(choice, "_seconds", lambda dtype, rows: pytest.fail("timed a second time"))
-    assert choice.bfloat16_speedup(torch.get_num_threads()) == speedup
+    assert sorted(timed, key=str) == sorted([(d, r) for d in (torch.float32, torch.bfloat16)
+                                             for r in choice.PROBE_ROWS], key=str)
+    timed.clear()
+    first = resolve_dtype("auto", CPU)
+    assert first in (torch.float32, torch.bfloat16) and len(timed) == 2 * len(choice.PROBE_ROWS)
+    assert resolve_dtype("auto", CPU) == first and len(timed) == 2 * len(choice.PROBE_ROWS)  # not timed again
