@@ -53,7 +53,7 @@ class PackedLinear:
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         (a, b), *rest = self.slices
-        out = torch.ops.mkldnn._linear_pointwise(x[:, a:b], self.packed[0], None, "none", [], "")
+        out = torch.ops.mkldnn._linear_pointwise(x[:, a:b], self.packed[0], bias, "none", [], "")  # bias fused
         for (a, b), packed in zip(rest, self.packed[1:]):  # in slice order: the same sum for any batch
             out += torch.ops.mkldnn._linear_pointwise(x[:, a:b], packed, None, "none", [], "")
-        return out if bias is None else out.add_(bias)
+        return out
