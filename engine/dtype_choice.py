@@ -6,7 +6,7 @@ A CPU flag does not settle it. Three 2-core machines, SmolLM2-135M:
     ~0.55x of packed float32, and the cold-group RAG bench took 13.7 s in bfloat16 against 9.9 s;
   * AVX2-only EPYC: bfloat16 is emulated, 146 s against 13 s.
 So ``auto`` on a CPU with native bfloat16 times one linear of each dtype, at a prefill-sized and a
-decode-sized batch, the way the model runs them (float32 on oneDNN-packed weights), and takes
+decode-sized batch, the way the model runs them (on oneDNN-packed weights), and takes
 bfloat16 only when it wins by ``MIN_SPEEDUP``; the margin keeps a noisy run from flipping the choice
 between starts. Without native bfloat16 nothing is timed.
 """

@@ -1,4 +1,5 @@
-"""CPU float32 linears on oneDNN-packed weights: one row's bits never depend on the rows beside it."""
+"""CPU linears on oneDNN-packed weights (float32, and bfloat16 where oneDNN has it): one row's bits never
+depend on the rows beside it."""
 
 import pytest
 import torch
@@ -11,17 +12,29 @@ pytestmark = pytest.mark.skipif(not packing_applies(torch.float32, torch.device(
                                 reason="this torch build has no oneDNN")
 
 
+DTYPES = [torch.float32] + ([torch.bfloat16] if packing_applies(torch.bfloat16, torch.device("cpu")) else [])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (3072, 576)])
-def test_a_row_gets_the_same_bits_in_any_batch(shape):
+def test_a_row_gets_the_same_bits_in_any_batch(shape, dtype):
     gen = torch.Generator().manual_seed(0)
-    weight = torch.randn(shape, generator=gen) * 0.05
-    bias = torch.randn(shape[0], generator=gen)
+    weight = (torch.randn(shape, generator=gen) * 0.05).to(dtype)
+    bias = torch.randn(shape[0], generator=gen).to(dtype)
     packed = PackedLinear(weight)
-    x = torch.randn(1100, shape[1], generator=gen)
+    x = torch.randn(1100, shape[1], generator=gen).to(dtype)
     alone = linear(x[:1], packed, bias)
     for rows in (2, 3, 5, 8, 16, 24, 33, 100, 257, 1024, 1100):
         assert torch.equal(linear(x[:rows], packed, bias)[:1], alone), f"row 0 changed in a batch of {rows}"
-    assert torch.allclose(linear(x, packed, bias), F.linear(x, weight, bias), rtol=0, atol=1e-4)
+    atol = 1e-4 if dtype == torch.float32 else 2e-2  # bfloat16 outputs keep 8 bits
+    assert torch.allclose(linear(x, packed, bias).float(), F.linear(x, weight, bias).float(), rtol=0.01, atol=atol)
+
+
+@pytest.mark.skipif(torch.bfloat16 not in DTYPES, reason="this CPU's oneDNN has no bfloat16")
+def test_bfloat16_weights_are_packed_whole():
+    """bfloat16 products accumulate in float32 inside oneDNN; slicing would round each slice to bfloat16."""
+    assert PackedLinear(torch.randn(576, 1536).bfloat16()).slices == [(0, 1536)]
+    assert len(PackedLinear(torch.randn(576, 1536)).slices) == 2
 
 
 
