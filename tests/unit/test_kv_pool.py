@@ -168,3 +168,16 @@ def test_pool_counts_match_a_naive_model(ops):
         assert pool._num_shared == sum(c >= 2 for c in model.values())
         assert all(pool.refcount(p) == model.get(p, 0) for p in range(12))
         assert sorted(pool.free_page_ids()) == sorted(set(range(12)) - set(model))
+
+
+def test_pages_come_out_as_ascending_runs_and_freed_ones_in_the_order_they_were_freed():
+    """Long sequences get runs of consecutive slots (attention reads a run as a view, not a gather)."""
+    pool = KVPool(64, 16)
+    first, second = pool.allocate(10), pool.allocate(6)
+    assert first == list(range(10)) and second == list(range(10, 16))
+    pool.free(first)
+    assert pool.allocate(10) == first
+    pool.release_unique(page_ids_to_bytes(second))  # the radix cache's eviction path
+    assert pool.allocate(6) == second
+    pool.free(second[3:] + first[:4])
+    assert pool.allocate(7) == second[3:] + first[:4]
