@@ -18,7 +18,8 @@ class EngineConfig:
 
     kv_cache_tokens sizes the KV pool when num_pages is None
     (num_pages = kv_cache_tokens // page_size). max_batch_tokens is the
-    per-step token budget (decode tokens + prefill chunks). With
+    per-step token budget (decode tokens + prefill chunks; a chunk that would
+    leave fewer than max_batch_tokens // 16 tokens takes them too). With
     enable_chunked_prefill off a prompt's remaining prefill runs in one step
     (alone if it exceeds the budget). max_queue bounds the waiting queue;
     a submission past it raises EngineOverloadedError.

@@ -6,7 +6,8 @@ One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
      if no page is left for it, evict LRU tree leaves, then preempt the
      newest running request (its computed prefix stays in the tree) and
      requeue it at the front of the waiting queue;
-  2. running requests still prefilling get their next chunk (token budget);
+  2. running requests still prefilling get their next chunk (token budget; a chunk that would leave
+     a short remainder takes it too, see TAIL_FRACTION);
   3. waiting requests are admitted in policy order while budget, pages and
      max_running allow. In-batch dedup: a waiting request whose prompt shares
      a not-yet-cached prefix with a request that is computing it right now
@@ -33,6 +34,7 @@ from engine.sampler import Sampler
 from engine.sampling_params import RequestOutput
 
 MAX_POLICY_WINDOW = 512
+TAIL_FRACTION = 16  # a prefill chunk may overshoot the step budget by 1/16 to finish its request
 
 
 def common_prefix_len(a: np.ndarray, b: np.ndarray) -> int:
@@ -102,7 +104,12 @@ class Scheduler:
 
     def _chunk_size(self, req: Request, budget: int, has_prefill: bool) -> int:
         if self.config.enable_chunked_prefill:
-            return min(req.num_pending, budget)
+            size = min(req.num_pending, budget)
+            # no short straggler: a remainder under 1/TAIL_FRACTION of the budget is taken now, over budget,
+            # rather than costing its request (and every batch it lands in) one more step
+            if 0 < req.num_pending - size <= self.config.max_batch_tokens // TAIL_FRACTION and size > 0:
+                return req.num_pending
+            return size
         if req.num_pending <= budget or not has_prefill:
             return req.num_pending
         return 0

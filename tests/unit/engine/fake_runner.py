@@ -43,11 +43,13 @@ class FakeRunner:
         self.loaded_model = FakeLoadedModel()
         self.num_forwards = 0
         self.batch_sizes: list[int] = []
+        self.token_counts: list[int] = []  # new tokens per forward
 
     def forward(self, batch) -> torch.Tensor:
         batch.validate()
         self.num_forwards += 1
         self.batch_sizes.append(batch.num_seqs)
+        self.token_counts.append(batch.num_tokens)
         if (batch.input_ids == POISON_TOKEN).any():
             raise EngineError("poisoned batch")
         kv = self.pool.k_cache[0]  # (num_slots, 1, 2): token id, position

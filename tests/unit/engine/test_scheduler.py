@@ -71,6 +71,16 @@ def test_cold_group_computes_a_shared_prefix_once(make_engine):
     assert sorted(f.usage.cached_tokens for f in finals) == [0] + [40] * 7
 
 
+@pytest.mark.parametrize(("prompt_len", "prefill_steps"), [(33, [33]), (34, [34]), (35, [32, 3]), (64, [32, 32])])
+def test_a_chunk_that_would_leave_a_short_remainder_takes_it(make_engine, prompt_len, prefill_steps):
+    """Budget 32: a remainder of up to 32 // 16 = 2 tokens rides along instead of costing a step of its own."""
+    engine = make_engine(max_batch_tokens=32)
+    prompt = [1 + i % 90 for i in range(prompt_len)]
+    (final,) = run_all(engine, [prompt], max_tokens=3)
+    assert final.output_token_ids == reference_greedy(prompt, 3)
+    assert engine.runner.token_counts == prefill_steps + [1, 1]  # then two decode steps
+
+
 def test_second_request_reuses_the_cached_prefix(make_engine):
     engine = make_engine(page_size=4)
     prompt = list(range(1, 30))
