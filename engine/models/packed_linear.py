@@ -21,7 +21,7 @@ order: a row still gets the same bits in any batch, and the logits come within
 
 bfloat16. ``F.linear`` already runs bfloat16 on oneDNN, but reorders the
 weight on every call: on a 2-core AVX512-BF16 EPYC the packed weight gave the
-same bits at every row count from 1 to 1,024 and ran 1.3-1.9x faster at 2-58
+same bits at every row count from 1 to 1,024 and ran 1.3-3.7x faster at 2-24
 rows (the LM head 1.9x at 24 rows), ~1.05x at 1,024. Its input dimension is
 not sliced: the product accumulates in float32 inside oneDNN, and adding
 slices would round each to bfloat16 first.
