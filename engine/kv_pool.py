@@ -156,7 +156,7 @@ class KVPool:
         self._num_untouched = min(self._num_untouched, remaining)
         self._num_clean = min(self._num_clean, remaining)
         # in pop order (the top first): a fresh pool hands out 0, 1, 2, ... and pages freed together come
-        # back in the order they were freed (free() pushes them reversed), so a long sequence's slots tend
+        # back in the order they were freed (_push_free), so a long sequence's slots tend
         # to form one ascending run, which attention reads as a view instead of gathering it
         return np.frombuffer(out, dtype=np.int32)[::-1].tobytes()
 
@@ -196,7 +196,7 @@ class KVPool:
             self._num_shared -= np.count_nonzero(old == 2)
         else:
             released = self._free_repeated(ids)
-        self._free_stack += released[::-1].tobytes()  # so that allocate() pops them in the order given
+        self._push_free(released)
         self._num_clean = len(self._free_stack) >> 2
 
     def release_unique(self, page_bytes: bytes) -> None:
@@ -209,19 +209,23 @@ class KVPool:
         if not page_bytes:
             return
         if not self._num_shared:  # every allocated page reads 1: all of these become free
-            self._free_stack += _reversed(page_bytes)  # stale: counts still read 1 until allocate or _flush
+            self._push_free(np.frombuffer(page_bytes, dtype=np.int32))  # stale: counts read 1 until allocate/_flush
             return
         ids = _as_index(page_bytes)
         counts = self._refcounts.take(ids)
         if counts.max() == 1:  # none of these is shared
-            self._free_stack += _reversed(page_bytes)
+            self._push_free(np.frombuffer(page_bytes, dtype=np.int32))
         else:
             self._flush()
             self._num_shared -= np.count_nonzero(counts == 2)
             counts -= 1
             self._refcounts[ids] = counts
-            self._free_stack += ids[counts == 0].astype(np.int32)[::-1].tobytes()
+            self._push_free(ids[counts == 0].astype(np.int32))
             self._num_clean = len(self._free_stack) >> 2
+
+    def _push_free(self, ids: np.ndarray) -> None:
+        """Put int32 page ids on the free stack reversed, so that allocate() pops them in the order given."""
+        self._free_stack += ids[::-1].tobytes()
 
     def _free_repeated(self, ids: np.ndarray) -> np.ndarray:
         uniq, times = np.unique(ids, return_counts=True)
@@ -240,8 +244,3 @@ class KVPool:
         """KV slot index of every token in `pages`, in order: (len(pages) * page_size,) long."""
         base = torch.as_tensor(list(pages), dtype=torch.long).unsqueeze(1) * self.page_size
         return (base + torch.arange(self.page_size, dtype=torch.long)).reshape(-1)
-
-
-def _reversed(page_bytes: bytes) -> bytes:
-    """int32 page ids in reverse order: pushed so, they pop off the free stack in their given order."""
-    return np.frombuffer(page_bytes, dtype=np.int32)[::-1].tobytes()
