@@ -81,10 +81,10 @@ def layer_windows(config) -> list[int | None]:
 def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
     """F.linear (or a PackedLinear), but a single row runs as two: a one-row product takes a gemv
     kernel that rounds differently, and each row's result must not depend on how many rows share the batch."""
-    if x.shape[0] == 1:
-        return linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
     if isinstance(weight, PackedLinear):
-        return weight(x, bias)
+        return weight(x, bias)  # it keeps the one-row rule itself, for each piece
+    if x.shape[0] == 1:
+        return F.linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
     return F.linear(x, weight, bias)
 
 
