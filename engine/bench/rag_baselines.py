@@ -2,8 +2,8 @@
 
 transformers runs twice: from scratch (every prompt prefilled in full), and
 with prefix reuse (the shared prefix is prefilled once into a DynamicCache
-that each request starts from a deep copy of). llama-cpp-python is an
-optional extra: when it is not importable the result says so.
+that each request starts from a deep copy of). llama-cpp-python (an optional
+extra) runs in a child process: engine.bench.llamacpp_baseline.
 """
 
 from __future__ import annotations
@@ -42,27 +42,3 @@ def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.fl
         if progress:
             progress(label, index + 1)
     return {"name": label, "wall_s": time.perf_counter() - started, "outputs": outputs}
-
-
-def run_llamacpp(gguf_path: str | None, workload: RagWorkload, *, progress: Progress | None = None) -> dict:
-    """Serial llama-cpp-python over the same GGUF with its prompt-prefix reuse, if installed."""
-    try:
-        from llama_cpp import Llama
-    except ImportError:
-        return {"name": "llama.cpp", "error": "llama-cpp-python is not installed (pip install llama-cpp-python)"}
-    if gguf_path is None:
-        return {"name": "llama.cpp", "error": "the model is not a GGUF file"}
-    llm = Llama(model_path=gguf_path, n_ctx=4096, n_threads=torch.get_num_threads(), verbose=False)
-    started = time.perf_counter()
-    outputs = []
-    for index, prompt in enumerate(workload.prompts):
-        tokens = []
-        # reset=True (the default) is the mode that keeps the longest common prefix of the last context
-        for token in llm.generate(prompt, temp=0.0, top_k=1):
-            tokens.append(int(token))
-            if len(tokens) >= workload.max_new_tokens:
-                break
-        outputs.append(tokens)
-        if progress:
-            progress("llama.cpp", index + 1)
-    return {"name": "llama.cpp", "wall_s": time.perf_counter() - started, "outputs": outputs}

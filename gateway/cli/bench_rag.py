@@ -62,7 +62,10 @@ def rag(
 
 def _run_baselines(names: list[str], runner, workload, model: str, progress, result: dict,
                    reference: list[list[int]]) -> list[dict]:
-    from engine.bench.rag_baselines import run_hf, run_llamacpp
+    import torch
+
+    from engine.bench.llamacpp_baseline import run_llamacpp
+    from engine.bench.rag_baselines import run_hf
 
     baselines = []
     for name in names:
@@ -71,7 +74,8 @@ def _run_baselines(names: list[str], runner, workload, model: str, progress, res
                 baselines.append(run_hf(runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse,
                                         progress=progress))
         elif name == "llamacpp":
-            baselines.append(run_llamacpp(_gguf_path(model), workload, progress=progress))
+            baselines.append(run_llamacpp(_gguf_path(model), workload.prompts, workload.max_new_tokens,
+                                          num_threads=torch.get_num_threads(), progress=progress))
         else:
             raise typer.BadParameter(f"unknown baseline {name!r}; choose hf or llamacpp")
     for baseline in baselines:
@@ -114,6 +118,8 @@ def _print(result: dict) -> None:
             console.print(f"radixgate {ratio:.2f}x faster than {baseline['name']} (target >= {target:g}x) "
                           f"{ok(ratio >= target)}; same greedy tokens on "
                           f"{baseline['outputs_match_radixgate']:.0%} of requests")
+        if "note" in baseline:
+            console.print(f"  [dim]{baseline['name']}: {baseline['note']}[/dim]")
     console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
                   f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
                   f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
