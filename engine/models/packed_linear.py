@@ -5,7 +5,7 @@ weight on every call and picks its kernel by the number of rows, so one row's
 result changes with the rows batched around it (seen on an AVX2 EPYC at 5, 8,
 16, 24 ... 1,100 rows, and on an AVX-512 Xeon from 16 rows up). oneDNN with the
 weight reordered once gives every row the same bits for any row count from 2
-up (one row takes a gemv path: see engine.models.llama.linear) and skips the
+up (one row takes a gemv path, so it runs as two: engine.models.row_range) and skips the
 per-call packing: 1.1x to 2.2x faster at decode batch sizes (24 rows) and on
 par at 1,024 rows.
 
@@ -26,15 +26,15 @@ rows (the LM head 1.9x at 24 rows), ~1.05x at 1,024. Its input dimension is
 not sliced: the product accumulates in float32 inside oneDNN, and adding
 slices would round each to bfloat16 first. With AMX (Sapphire Rapids) the
 kernel's blocking changes with the row count, so bfloat16 products are cut
-into pieces of at most a measured number of rows (engine.models.row_limit:
-32 there); AMX still runs them at ~0.8-1.1 TFLOPS on 2 cores.
+in a measured range of rows (engine.models.row_range: 64-256 there, smaller
+batches padded); in pieces of 256 rows AMX ran them at 1.3-2.5 TFLOPS on 2 cores.
 """
 
 from __future__ import annotations
 
 import torch
 
-from engine.models.row_limit import invariant_row_limit, split_rows
+from engine.models.row_range import ANY, RowRange, invariant_row_range, split_rows
 
 PACK_FOR_ROWS = 1024  # the row count oneDNN lays the weight out for; any count runs on it
 MAX_SLICE = 768  # input features per packed product (see Precision)
@@ -55,35 +55,38 @@ def input_slices(in_features: int) -> list[tuple[int, int]]:
     return [(start, min(in_features, start + width)) for start in range(0, in_features, width)]
 
 
-AUTO = "auto"  # row_limit: measured for this shape (engine.models.row_limit)
+AUTO = "auto"  # rows: measured for this shape (engine.models.row_range)
 
 
 class PackedLinear:
     """A (out_features, in_features) weight in oneDNN's blocked layout, by input slices (float32 only);
-    call it like F.linear. At most ``row_limit`` rows go into one product (None: any number); ``"auto"``
-    measures the limit for bfloat16 (engine.models.row_limit) and takes none for float32, whose packed
-    products were row-invariant on every CPU seen (tests/unit/engine_model/test_packed_linear.py checks)."""
+    call it like F.linear. Every product takes ``rows.min_rows`` to ``rows.max_rows`` rows (padded or cut
+    into pieces); ``"auto"`` measures the range for bfloat16 (engine.models.row_range) and takes
+    ``ANY`` for float32, whose packed products were row-invariant on every CPU seen (checked by
+    tests/unit/engine_model/test_packed_linear.py wherever the suite runs)."""
 
-    def __init__(self, weight: torch.Tensor, row_limit: int | None | str = AUTO) -> None:
+    def __init__(self, weight: torch.Tensor, rows: RowRange | str = AUTO) -> None:
         weight = weight.contiguous()
         out_features, in_features = weight.shape
         self.slices = input_slices(in_features) if weight.dtype == torch.float32 else [(0, in_features)]
         self.packed = [torch.ops.mkldnn._reorder_linear_weight(weight[:, a:b].contiguous(), PACK_FOR_ROWS)
                        for a, b in self.slices]
-        if row_limit == AUTO:
-            row_limit = None if weight.dtype == torch.float32 else invariant_row_limit(
+        if rows == AUTO:
+            rows = ANY if weight.dtype == torch.float32 else invariant_row_range(
                 out_features, in_features, weight.dtype, torch.get_num_threads())
-        self.row_limit = row_limit
+        self.rows = rows
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        pieces = split_rows(x.shape[0], self.row_limit)
+        pieces = split_rows(x.shape[0], self.rows.max_rows)
         if len(pieces) == 1:
             return self._product(x, bias)
         return torch.cat([self._product(x[a:b], bias) for a, b in pieces])
 
     def _product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        if x.shape[0] == 1:  # a one-row product takes a gemv kernel that rounds differently: run it as two
-            return self._product(x.expand(2, -1).contiguous(), bias)[:1]
+        num_rows = x.shape[0]
+        if num_rows < self.rows.min_rows:
+            padded = torch.cat([x, x.new_zeros(self.rows.min_rows - num_rows, x.shape[1])])
+            return self._product(padded, bias)[:num_rows]
         (a, b), *rest = self.slices
         out = torch.ops.mkldnn._linear_pointwise(x[:, a:b], self.packed[0], bias, "none", [], "")  # bias fused
         for (a, b), packed in zip(rest, self.packed[1:]):  # in slice order: the same sum for any batch

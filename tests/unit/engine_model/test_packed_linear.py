@@ -19,7 +19,7 @@ DTYPES = [torch.float32] + ([torch.bfloat16] if packing_applies(torch.bfloat16, 
 @pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (3072, 576)])
 def test_every_row_gets_the_same_bits_in_any_batch(shape, dtype):
     """Every row, not just the first: on AMX, bfloat16 products of 33+ rows round 1-15% of rows differently
-    from products of up to 32 rows (the measured row limit cuts them into pieces)."""
+    from products of up to 32 rows (the measured row range keeps every product inside one kernel family)."""
     gen = torch.Generator().manual_seed(0)
     weight = (torch.randn(shape, generator=gen) * 0.05).to(dtype)
     bias = torch.randn(shape[0], generator=gen).to(dtype)
@@ -29,7 +29,7 @@ def test_every_row_gets_the_same_bits_in_any_batch(shape, dtype):
     for rows in (2, 3, 5, 8, 16, 24, 33, 47, 64, 100, 257, 500, 1024, 1100):
         batched = torch.cat([linear(x[i:i + rows], packed, bias) for i in range(0, x.shape[0], rows)])
         changed = (batched != alone).any(dim=1).nonzero().flatten().tolist()
-        assert not changed, f"{len(changed)} rows changed in batches of {rows} (row limit {packed.row_limit})"
+        assert not changed, f"{len(changed)} rows changed in batches of {rows} (rows per product {packed.rows})"
     atol = 1e-4 if dtype == torch.float32 else 2e-2  # bfloat16 outputs keep 8 bits
     assert torch.allclose(linear(x, packed, bias).float(), F.linear(x, weight, bias).float(), rtol=0.01, atol=atol)
 
