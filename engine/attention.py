@@ -126,17 +126,22 @@ class PagedAttention:
             scores = torch.cat([prefix_scores, scores], dim=-1)
         probs = scores.softmax(dim=-1)  # (KVH, b, rows, L): float32 inside, exact zeros where hidden
         width = probs.shape[-1]
-        acc = torch.zeros(kvh, b * rows, d, dtype=torch.float32, device=q_rows.device)
+        acc = None  # float32; starts as the first block's product (0 + x is x: the same sum as from zeros)
         if num_shared:  # block s of the prefix probabilities is a strided view of probs: no copy
-            parts = torch.stack([
-                torch.bmm(probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1)), shared[1][head])
-                for head in range(kvh)])  # (KVH, S, b*rows, D)
-            for block in range(num_shared):
+            parts = probs.new_empty(kvh, num_shared, b * rows, d)
+            for head in range(kvh):
+                torch.bmm(probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1)), shared[1][head],
+                          out=parts[head])
+            acc = parts[:, 0].float()
+            for block in range(1, num_shared):
                 acc += parts[:, block]
+            acc = acc.view(kvh, b, rows, d)
         own = probs[..., num_shared * BLOCK :].reshape(kvh, b, rows, -1, BLOCK).transpose(2, 3)
         parts = torch.matmul(own, own_values)  # (KVH, b, n_own, rows, D)
-        acc = acc.view(kvh, b, rows, d)
-        for block in range(parts.shape[2]):  # added in block order: the same float32 sum in any batch
+        first = 0
+        if acc is None:
+            acc, first = parts[:, :, 0].float(), 1
+        for block in range(first, parts.shape[2]):  # added in block order: the same float32 sum in any batch
             acc += parts[:, :, block]
         return acc
 
