@@ -88,6 +88,8 @@ class PagedAttention:
         own_values = self.gather_rows(v_cache, group.own_rows, own_shape).view(kvh, b, -1, BLOCK, d)
         shared = self._shared_kv(k_cache, v_cache, group) if group.num_shared_blocks else None
         step = max(1, TILE_ROWS // rows)
+        if shared is not None and step < b:  # several tiles read the prefix: lay it out once, not once per tile
+            shared = (shared[0].contiguous(), shared[1].contiguous())
         tiles = []
         for lo in range(0, b, step):  # a few sequences at a time: their scores stay in cache
             hi = min(b, lo + step)
