@@ -37,11 +37,22 @@ from __future__ import annotations
 import torch
 
 from engine.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
+from engine.cpu_cache import l2_cache_bytes
 from engine.forward_batch import ForwardBatch
 
 __all__ = ["AttentionPlan", "PagedAttention"]
 
-TILE_ROWS = 384  # query rows (per kv head) attended at a time: their scores stay in cache
+
+def tile_rows(l2_bytes: int | None) -> int:
+    """Query rows (per kv head) attended at a time, so that their scores stay in L2: 384 per MiB of L2
+    (the best measured on a 1 MiB-L2 EPYC, and 768 on a 2 MiB-L2 Xeon: the suffix step 14% faster than
+    at 384), within 256-1536; 384 where the size is unknown."""
+    if not l2_bytes:
+        return 384
+    return max(256, min(1536, 384 * l2_bytes // (1024 * 1024) // 64 * 64))
+
+
+TILE_ROWS = tile_rows(l2_cache_bytes())
 
 
 class PagedAttention:
