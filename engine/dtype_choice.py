@@ -1,10 +1,11 @@
 """The CPU default dtype, chosen by measurement: bfloat16 only where its linears run clearly faster.
 
-A CPU flag does not settle it. Three 2-core machines, SmolLM2-135M:
+A CPU flag does not settle it. Four 2-core machines, SmolLM2-135M:
   * AMD EPYC with AVX512-BF16: bfloat16 prefilled 2.3x and decoded 1.5-2.7x faster than float32;
   * Intel Xeon with AVX512-BF16 but no AMX exposed (a VM): oneDNN's bfloat16 kernel ran linears at
     ~0.55x of packed float32, and the cold-group RAG bench took 13.7 s in bfloat16 against 9.9 s;
-  * AVX2-only EPYC: bfloat16 is emulated, 146 s against 13 s.
+  * AVX2-only EPYC: bfloat16 is emulated, 146 s against 13 s;
+  * Sapphire Rapids Xeon with AMX (a VM): bfloat16 linears ran at 1.3-3 TFLOPS, several times float32.
 So ``auto`` on a CPU with native bfloat16 times one linear of each dtype, at a prefill-sized and a
 decode-sized batch, the way the model runs them (on oneDNN-packed weights), and takes
 bfloat16 only when it wins by ``MIN_SPEEDUP``; the margin keeps a noisy run from flipping the choice
