@@ -85,8 +85,12 @@ def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: boo
 
 
 def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial: bool = False, repeat: int = 1,
-                  progress: Progress | None = None) -> dict:
-    """Cache on vs off, `repeat` passes each (interleaved); medians and the outputs check."""
+                  warmup: int = 1, progress: Progress | None = None) -> dict:
+    """`warmup` untimed passes (cache on: oneDNN picks and compiles its kernels for the first shapes it sees),
+    then cache on vs off, `repeat` passes each (interleaved); medians and the outputs check."""
+    for round_index in range(warmup):
+        run_pass(runner, replace(config, enable_radix_cache=True), workload, serial=serial,
+                 label=f"warm-up #{round_index + 1}", progress=progress)
     passes: dict[bool, list[PassResult]] = {True: [], False: []}
     for round_index in range(repeat):
         for is_on in (True, False):
@@ -104,6 +108,7 @@ def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial
         "workload": workload.source,
         "prefix_tokens": workload.num_prefix_tokens,
         "repeat": repeat,
+        "warmup": warmup,
         "prefill_tokens_on": on[0].prefill_tokens,
         "prefill_tokens_off": off[0].prefill_tokens,
         "prefill_ratio": on[0].prefill_tokens / max(1, off[0].prefill_tokens),

@@ -25,6 +25,8 @@ def rag(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG bar chart here."),
     repeat: int = typer.Option(1, min=1, help="Passes per mode; wall times are medians."),
+    warmup: int = typer.Option(1, min=0, help="Untimed passes first (the CPU kernels are picked and compiled on "
+                                           "the first shapes); each baseline also warms up on a short prompt."),
     vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (repeatable)."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
@@ -47,7 +49,8 @@ def rag(
     typer.echo(f"workload {loaded.source}: {len(loaded.prompts)} requests, {loaded.num_prefix_tokens}-token "
                f"shared prefix, {loaded.max_new_tokens} new tokens; dtype {runner.dtype}")
     with progress_bars(len(loaded.prompts)) as progress:
-        result = run_rag_bench(runner, config, loaded, serial=serial, repeat=repeat, progress=progress)
+        result = run_rag_bench(runner, config, loaded, serial=serial, repeat=repeat, warmup=warmup,
+                               progress=progress)
         result["dtype"] = str(runner.dtype).removeprefix("torch.")
         reference = result.pop("_outputs")
         result["baselines"] = _run_baselines(vs, runner, loaded, model, progress, result, reference)
