@@ -70,15 +70,17 @@ def _run_baselines(names: list[str], runner, workload, model: str, progress, res
     from engine.bench.llamacpp_baseline import run_llamacpp
     from engine.bench.rag_baselines import run_hf
 
+    repeat = result["repeat"]
     baselines = []
     for name in names:
         if name == "hf":
             for reuse in (False, True):
-                baselines.append(run_hf(runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse,
-                                        progress=progress))
+                baselines.append(_median_of(repeat, lambda reuse=reuse: run_hf(
+                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress)))
         elif name == "llamacpp":
-            baselines.append(run_llamacpp(_gguf_path(model), workload.prompts, workload.max_new_tokens,
-                                          num_threads=torch.get_num_threads(), progress=progress))
+            baselines.append(_median_of(repeat, lambda: run_llamacpp(
+                _gguf_path(model), workload.prompts, workload.max_new_tokens, num_threads=torch.get_num_threads(),
+                progress=progress)))
         else:
             raise typer.BadParameter(f"unknown baseline {name!r}; choose hf or llamacpp")
     for baseline in baselines:
@@ -87,6 +89,19 @@ def _run_baselines(names: list[str], runner, workload, model: str, progress, res
             outputs = baseline.pop("outputs")
             baseline["outputs_match_radixgate"] = sum(a == b for a, b in zip(outputs, reference)) / len(outputs)
     return baselines
+
+
+def _median_of(repeat: int, run) -> dict:
+    """A baseline run `repeat` times like radixgate's passes: the first run's result, with the median wall time
+    (and every run's in wall_s_all); an error ends the repeats."""
+    import statistics
+
+    runs = []
+    for _ in range(repeat):
+        runs.append(run())
+        if "wall_s" not in runs[-1]:
+            return runs[-1]
+    return dict(runs[0], wall_s=statistics.median(r["wall_s"] for r in runs), wall_s_all=[r["wall_s"] for r in runs])
 
 
 def _gguf_path(model: str) -> str | None:
