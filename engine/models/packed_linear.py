@@ -26,7 +26,7 @@ rows (the LM head 1.9x at 24 rows), ~1.05x at 1,024. Its input dimension is
 not sliced: the product accumulates in float32 inside oneDNN, and adding
 slices would round each to bfloat16 first. With AMX (Sapphire Rapids) the
 kernel's blocking changes with the row count, so bfloat16 products are cut
-in a measured range of rows (engine.models.row_range: 64-256 there, smaller
+in a measured range of rows (engine.models.row_range: 33-256 there, smaller
 batches padded); in pieces of 256 rows AMX ran them at 1.3-2.5 TFLOPS on 2 cores.
 """
 

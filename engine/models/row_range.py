@@ -5,8 +5,8 @@ AVX-512 and AVX2 machines (float32, and AVX512-BF16 bfloat16) the packed weight
 gave a row the same bits at every row count from 2 to 1,100 (a lone row takes a
 gemv kernel, so it runs as two). On a 2-core Sapphire Rapids Xeon with AMX,
 bfloat16 did not: products of 2-32 rows agreed with each other, products of
-64-256 rows agreed with each other, and the two families (and 33-63 rows, and
-~300+ rows) rounded 1-15% of the rows differently. A cache hit would then change
+33-256 rows agreed with each other (64-255 for the 1,536-wide down projection),
+and the two families (and ~300+ rows) rounded 1-15% of the rows differently. A cache hit would then change
 an answer: a question computed in a 24-token decode batch and in a 1,059-token
 suffix step came out different.
 
@@ -15,9 +15,9 @@ rows: a batch larger than ``max_rows`` is cut into even pieces, a smaller one
 than ``min_rows`` is padded with zero rows. The range is the first of
 CANDIDATES that measured invariant in this process: random rows multiplied in
 calls of many sizes must all give every row the same bits. Order of preference:
-no limit; then 64-256 rows (on that Xeon 1,024 rows ran 2x faster in pieces of
-256 than of 32, for ~4 ms more per batch-1 decode step); then ever smaller
-pieces. The probe runs once per weight shape, dtype and thread count, on random
+no limit; then 33-256 or 64-256/128 rows (on that Xeon 1,024 rows ran 2x faster
+in pieces of 256 than of 32; the padding costs a batch-1 decode step ~3 ms);
+then ever smaller pieces. The probe runs once per weight shape, dtype and thread count, on random
 weights: the kernel depends on the shape, not the values.
 """
 
@@ -38,8 +38,8 @@ class RowRange(NamedTuple):
 
 
 ANY = RowRange(2, None)  # a lone row runs as two: a one-row product takes a gemv kernel that rounds differently
-CANDIDATES = (ANY, RowRange(64, 256), RowRange(64, 128), RowRange(2, 32), RowRange(2, 16), RowRange(2, 8),
-              RowRange(2, 4), RowRange(2, 2))
+CANDIDATES = (ANY, RowRange(33, 256), RowRange(64, 256), RowRange(64, 128), RowRange(2, 32), RowRange(2, 16),
+              RowRange(2, 8), RowRange(2, 4), RowRange(2, 2))
 PROBE_ROWS = 1100  # above the default step budget of 1,024 tokens (+1/16 for a chunk's short tail)
 # call sizes, the likeliest to disagree first: kernel changes were seen at 33, 64, ~300, ~500 and ~1,000 rows
 CALL_SIZES = (33, 1100, 257, 64, 24, 512, 1024, 300, 100, 48, 5, 3, 2, 17, 8, 1)
