@@ -49,8 +49,8 @@ def _run_child(gguf_path: str, prompts: list[list[int]], max_new_tokens: int, nu
     {"signal": n} when the child died by a signal."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=target or _child_main, args=(sender, gguf_path, prompts, max_new_tokens, num_threads,
-                                                      extra_buffers), daemon=True)
+    args = (sender, gguf_path, prompts, max_new_tokens, num_threads, extra_buffers)
+    child = context.Process(target=target or _child_main, args=args, daemon=True)
     child.start()
     sender.close()  # the child holds the only sending end: its death ends recv() with EOFError
     result: dict | None = None
