@@ -19,6 +19,9 @@ from collections.abc import Callable
 Progress = Callable[[str, int], None]
 NAME = "llama.cpp"
 WARMUP_PROMPT_TOKENS = 8
+# a GGUF whose run crashed with the extra buffer types, and the signal: later runs (--repeat) skip straight to
+# the configuration that works instead of crashing a child and reloading the model each time
+_CRASHES_WITH_EXTRA_BUFFERS: dict[str, int] = {}
 
 
 def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens: int, *, num_threads: int,
@@ -30,16 +33,18 @@ def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens
     if gguf_path is None:
         return {"name": NAME, "error": "the model is not a GGUF file"}
     args = (gguf_path, prompts, max_new_tokens, num_threads)
-    result = _run_child(*args, extra_buffers=True, progress=progress)
-    if "signal" in result:
-        crashed = result["signal"]
-        result = _run_child(*args, extra_buffers=False, progress=progress)
+    crashed = _CRASHES_WITH_EXTRA_BUFFERS.get(gguf_path)
+    if crashed is None:
+        result = _run_child(*args, extra_buffers=True, progress=progress)
         if "signal" not in result:
-            result["note"] = (f"llama.cpp crashed (signal {crashed}) with its weight-repacking buffer types "
-                              "(AMX: llama.cpp issue #20824); ran with use_extra_bufts=False")
+            return result
+        crashed = _CRASHES_WITH_EXTRA_BUFFERS[gguf_path] = result["signal"]
+    result = _run_child(*args, extra_buffers=False, progress=progress)
     if "signal" in result:
         return {"name": NAME, "error": f"llama.cpp crashed (signal {result['signal']}), with and without its "
                                        "weight-repacking buffer types"}
+    result["note"] = (f"llama.cpp crashed (signal {crashed}) with its weight-repacking buffer types "
+                      "(AMX: llama.cpp issue #20824); ran with use_extra_bufts=False")
     return result
 
 

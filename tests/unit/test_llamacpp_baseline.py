@@ -35,13 +35,18 @@ def test_a_crash_with_repacking_buffers_is_retried_without_them(monkeypatch):
 
     monkeypatch.setattr(llamacpp_baseline.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(llamacpp_baseline, "_run_child", fake_child)
+    monkeypatch.setattr(llamacpp_baseline, "_CRASHES_WITH_EXTRA_BUFFERS", {})
     result = run_llamacpp("model.gguf", [[1]], 1, num_threads=2)
     assert calls == [True, False]
     assert result["wall_s"] == 1.5 and "use_extra_bufts=False" in result["note"]
+    again = run_llamacpp("model.gguf", [[1]], 1, num_threads=2)  # a repeat does not crash a child again
+    assert calls == [True, False, False]
+    assert again["wall_s"] == 1.5 and "signal 11" in again["note"]
 
 
 def test_a_crash_either_way_is_an_error(monkeypatch):
     monkeypatch.setattr(llamacpp_baseline.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(llamacpp_baseline, "_CRASHES_WITH_EXTRA_BUFFERS", {})
     monkeypatch.setattr(llamacpp_baseline, "_run_child", lambda *a, **k: {"signal": 11})
     assert "crashed (signal 11)" in run_llamacpp("model.gguf", [[1]], 1, num_threads=2)["error"]
 
