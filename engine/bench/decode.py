@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 
 import torch
 
+from engine.bench import Progress
 from engine.forward_batch import make_forward_batch
 
 PROMPT_WORDS = ("The history of the printing press", "Explain how rainbows form", "Write a haiku about autumn",
                 "List three uses of copper", "Why is the sky blue", "Describe a busy harbour at dawn",
                 "What makes bread rise", "Summarize the rules of chess")
-
-Progress = Callable[[str, int], None]
 
 
 def make_prompts(tokenizer, batch_size: int, prompt_len: int, vocab_size: int) -> list[list[int]]:

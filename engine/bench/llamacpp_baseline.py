@@ -16,9 +16,9 @@ import multiprocessing
 import time
 from collections.abc import Callable
 
-Progress = Callable[[str, int], None]
+from engine.bench import BASELINE_WARMUP_TOKENS, Progress
+
 NAME = "llama.cpp"
-WARMUP_PROMPT_TOKENS = 8
 # a GGUF whose run crashed with the extra buffer types, and the signal: later runs (--repeat) skip straight to
 # the configuration that works instead of crashing a child and reloading the model each time
 _CRASHES_WITH_EXTRA_BUFFERS: dict[str, int] = {}
@@ -100,8 +100,8 @@ def _generate(sender, gguf_path: str, prompts: list[list[int]], max_new_tokens: 
 
         bindings.llama_model_default_params = params_without_extra_buffers  # Llama() reads it from there
     llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=4096, n_threads=num_threads, verbose=False)
-    # untimed warm-up on the first prompt's first WARMUP_PROMPT_TOKENS tokens (its prefix reuse keeps those few)
-    for count, _ in enumerate(llm.generate(prompts[0][:WARMUP_PROMPT_TOKENS], temp=0.0, top_k=1), start=1):
+    # untimed warm-up on the first prompt's first BASELINE_WARMUP_TOKENS tokens (its prefix reuse keeps those few)
+    for count, _ in enumerate(llm.generate(prompts[0][:BASELINE_WARMUP_TOKENS], temp=0.0, top_k=1), start=1):
         if count >= 2:
             break
     started = time.perf_counter()

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
+from engine.bench import Progress
 from engine.bench.agent_workload import AgentRequest
 from engine.bench.pass_check import flush_and_check
 from engine.config import EngineConfig
@@ -23,7 +23,6 @@ from engine.kv_pool import KVPool
 from engine.radix_cache import RadixCache
 from engine.sampling_params import RequestOutput, SamplingParams
 
-Progress = Callable[[str, int], None]
 POLICIES = ("fcfs", "lpm", "dfs-weight")
 
 

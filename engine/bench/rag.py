@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from engine.bench import Progress
 from engine.bench.workloads import RagWorkload
 from engine.bench.pass_check import flush_and_check
 from engine.config import EngineConfig
 from engine.engine import Engine
 from engine.sampling_params import RequestOutput, SamplingParams
-
-Progress = Callable[[str, int], None]  # (label, num_done) after each finished request
 
 
 @dataclass

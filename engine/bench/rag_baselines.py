@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 
 import torch
 
+from engine.bench import BASELINE_WARMUP_TOKENS, Progress
 from engine.bench.workloads import RagWorkload
-
-Progress = Callable[[str, int], None]
-WARMUP_PROMPT_TOKENS = 8  # each baseline's untimed warm-up: this many prompt tokens, two new ones
 
 
 @torch.inference_mode()
@@ -28,7 +25,7 @@ def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.fl
     new_tokens = workload.max_new_tokens
     label = "hf prefix-reuse" if reuse_prefix else "hf from scratch"
     prefix_len = min(workload.num_prefix_tokens, min(len(p) for p in workload.prompts) - 1)
-    warmup_ids = torch.tensor([workload.prompts[0][:WARMUP_PROMPT_TOKENS]])  # untimed, like radixgate's warm-up
+    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]])  # untimed, like radixgate's warm-up
     model.generate(warmup_ids, attention_mask=torch.ones_like(warmup_ids), max_new_tokens=2, do_sample=False)
     started = time.perf_counter()
     prefix_cache = None
