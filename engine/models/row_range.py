@@ -6,9 +6,9 @@ gave a row the same bits at every row count from 2 to 1,100 (a lone row takes a
 gemv kernel, so it runs as two). On a 2-core Sapphire Rapids Xeon with AMX,
 bfloat16 did not: products of 2-32 rows agreed with each other, products of
 33-256 rows agreed with each other (64-255 for the 1,536-wide down projection),
-and the two families (and ~300+ rows) rounded 1-15% of the rows differently. A cache hit would then change
-an answer: a question computed in a 24-token decode batch and in a 1,059-token
-suffix step came out different.
+and the two families (and ~300+ rows) rounded 1-15% of the rows differently. A
+cache hit would then change an answer: a question computed in a 24-token decode
+batch and in a 1,059-token suffix step came out different.
 
 So a PackedLinear runs every product with between ``min_rows`` and ``max_rows``
 rows: a batch larger than ``max_rows`` is cut into even pieces, a smaller one
@@ -17,8 +17,8 @@ CANDIDATES that measured invariant in this process: random rows multiplied in
 calls of many sizes must all give every row the same bits. Order of preference:
 no limit; then 33-256 or 64-256/128 rows (on that Xeon 1,024 rows ran 2x faster
 in pieces of 256 than of 32; the padding costs a batch-1 decode step ~3 ms);
-then ever smaller pieces. The probe runs once per weight shape, dtype and thread count, on random
-weights: the kernel depends on the shape, not the values.
+then ever smaller pieces. The probe runs once per weight shape, dtype and
+thread count, on random weights: the kernel depends on the shape, not the values.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ def first_invariant_range(linear, x: torch.Tensor) -> RowRange:
 
 
 def _is_invariant(linear, x: torch.Tensor, rows: RowRange) -> bool:
-    """Every call size agrees with calls of REFERENCE_SIZE (or min_rows) rows. Under a bound, products never exceed it, so
-    sizes up to about twice the bound, on a few bounds' worth of rows, exercise every product that can occur."""
+    """Every call size agrees with calls of REFERENCE_SIZE (or min_rows) rows. Under a bound, products never
+    exceed it, so sizes up to about twice the bound, on a few bounds' worth of rows, exercise every product
+    that can occur."""
     if rows.max_rows is None:
         sizes, num_rows = CALL_SIZES, x.shape[0]
     else:
