@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from dashboard import queries
+from dashboard import loaders
 
 WINDOWS = {
     "Last hour": timedelta(hours=1),
@@ -31,8 +31,8 @@ class Window:
 
 def require_database() -> str:
     """The DB URL, or an explanatory empty state and a stop when it cannot be read."""
-    url = queries.db_url()
-    problem = queries.database_problem(url)
+    url = loaders.db_url()
+    problem = loaders.database_problem(url)
     if problem:
         st.info(problem, icon=":material/database:")
         st.stop()
@@ -50,7 +50,7 @@ def pick_window() -> Window:
 
 def pick_tenant(url: str) -> pd.Series | None:
     """Sidebar tenant picker; an empty state (and None) when there are no tenants."""
-    tenants = queries.load_tenants(url)
+    tenants = loaders.load_tenants(url)
     if tenants.empty:
         st.info("No tenants yet. Create one with `radixgate tenant create NAME`.", icon=":material/group:")
         return None
@@ -61,7 +61,7 @@ def pick_tenant(url: str) -> pd.Series | None:
 def refresh_button() -> None:
     """Sidebar refresh: drop every cached query result and rerun."""
     if st.sidebar.button("Refresh data", icon=":material/refresh:"):
-        queries.clear_caches()
+        loaders.clear_caches()
         st.rerun()
 
 

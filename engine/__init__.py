@@ -18,8 +18,13 @@ from engine.errors import (
     UnbalancedUnlockError,
     UnknownPinError,
 )
+from engine.forward_batch import ForwardBatch, make_forward_batch
 from engine.kv_pool import KVPool
+from engine.models.llama import ModelShape
+from engine.models.loader import ALIASES as MODEL_ALIASES
+from engine.models.loader import LoadedModel, load_model, locate_alias
 from engine.radix_cache import RadixCache
+from engine.runner import ModelRunner, resolve_device, resolve_dtype
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
 
 __all__ = [
@@ -30,6 +35,17 @@ __all__ = [
     "RequestOutput",
     "KVPool",
     "RadixCache",
+    # for benches and tools that drive the model runner directly
+    "load_model",
+    "locate_alias",
+    "MODEL_ALIASES",
+    "LoadedModel",
+    "ModelShape",
+    "ModelRunner",
+    "ForwardBatch",
+    "make_forward_batch",
+    "resolve_device",
+    "resolve_dtype",
     "EngineError",
     "EngineOverloadedError",
     "OutOfPagesError",

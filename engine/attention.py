@@ -37,7 +37,7 @@ from __future__ import annotations
 import torch
 
 from engine.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
-from engine.cpu_cache import l2_cache_bytes
+from engine.kernels.cpu.cpu_info import l2_cache_bytes
 from engine.forward_batch import ForwardBatch
 
 __all__ = ["AttentionPlan", "PagedAttention"]

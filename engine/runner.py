@@ -12,7 +12,7 @@ the caller (the scheduler) decides the slots and passes them in the batch::
     logits = runner.forward(make_forward_batch([[next_id]], [all_slots_including_the_new_one]))
 
 dtype: None/"auto" is bfloat16 on CUDA; on a CPU it is chosen by measurement
-(engine.dtype_choice: bfloat16 only where the CPU has it natively and its
+(engine.kernels.cpu.dtype_probe: bfloat16 only where the CPU has it natively and its
 linears time clearly faster than float32's there). Correctness tests and
 output-equality checks against transformers pass ``dtype="float32"``.
 """
@@ -24,7 +24,7 @@ import os
 import torch
 
 from engine.attention import PagedAttention
-from engine.dtype_choice import choose_cpu_dtype
+from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
 from engine.forward_batch import ForwardBatch
 from engine.models.llama import LlamaModel, ModelShape
 
@@ -54,7 +54,7 @@ def make_attention(pool, shape: ModelShape, device: torch.device):
     """FlashInfer on CUDA when importable, torch SDPA otherwise."""
     if device.type == "cuda":
         try:
-            from engine.attention_flashinfer import FlashInferAttention
+            from engine.kernels.cuda.flashinfer_attention import FlashInferAttention
 
             return FlashInferAttention(pool, shape.num_heads, shape.num_kv_heads, shape.head_dim, device)
         except ImportError:

@@ -25,7 +25,7 @@ from fastapi import Depends, Request
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from gateway import tenants
+from gateway.tenants import service as tenants
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
 from gateway.errors import service_unavailable, unauthorized

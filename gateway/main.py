@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator
 
 from fastapi import FastAPI
 
-from gateway.auth_cache import AuthCache
+from gateway.tenants.auth_cache import AuthCache
 from gateway.errors import install_error_handlers
 from gateway.settings import Settings
 from gateway.state import GatewayState, TenantLimits
@@ -58,7 +58,7 @@ def include_routers(app: FastAPI) -> None:
 
 
 async def build_state(settings: Settings, engine: Any) -> GatewayState:
-    from gateway import tenants
+    from gateway.tenants import service as tenants
     from gateway.db.migrate import upgrade
     from gateway.db.session import make_engine, make_session_factory
 
@@ -104,10 +104,10 @@ def load_engine(settings: Settings) -> Any:
 
 def build_services(gw: GatewayState) -> None:
     from gateway.db.log_writer import LogWriter
-    from gateway.metrics import Metrics
-    from gateway.miss_cause import MissAttributor
+    from gateway.insight.metrics import Metrics
+    from gateway.insight.miss_cause import MissAttributor
     from gateway.prompt_templates import TemplateRegistry
-    from gateway.shadow import ShadowIndex
+    from gateway.insight.shadow import ShadowIndex
 
     settings = gw.settings
     gw.templates = TemplateRegistry(settings.resolved_templates_dir())
@@ -139,7 +139,7 @@ def build_backends(gw: GatewayState):
 
 async def rewarm_pins(gw: GatewayState) -> None:
     """Prefill and pin every stored, live pin again (the engine's cache starts empty)."""
-    from gateway.pins import rewarm_pins as rewarm
+    from gateway.pins.service import rewarm_pins as rewarm
 
     try:
         await rewarm(gw)

@@ -66,8 +66,8 @@ class GatewayState:
     miss_attributor: Any = None
     snapshotter: Any = None  # gateway.db.engine_snapshots.EngineSnapshotter, when the embedded engine runs
     router: BackendRouter | None = None
-    pins: Any = None  # gateway.pins.PinBook, created by the pins service on first use
-    auth_cache: Any = None  # gateway.auth_cache.AuthCache; None: every request reads the database
+    pins: Any = None  # gateway.pins.service.PinBook, created by the pins service on first use
+    auth_cache: Any = None  # gateway.tenants.auth_cache.AuthCache; None: every request reads the database
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     admin_key_generated: str | None = None
     started_at: int = field(default_factory=lambda: int(time.time()))

@@ -4,8 +4,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
+from tests.support.paths import REPO_ROOT, SHARED
 
 
 @pytest.fixture(scope="session")

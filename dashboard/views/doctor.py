@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, controls, queries
+from dashboard import charts, controls, loaders
 
 st.title("Cache doctor")
 url = controls.require_database()
@@ -12,7 +12,7 @@ tenant = controls.pick_tenant(url)
 if tenant is None:
     st.stop()
 
-diagnosis = queries.load_diagnosis(url, int(tenant["tenant_id"]), window.since, window.until)
+diagnosis = loaders.load_diagnosis(url, int(tenant["tenant_id"]), window.since, window.until)
 if diagnosis["num_requests"] == 0:
     st.info(f"No requests from {tenant.name} in this time range: nothing to diagnose.", icon=":material/hourglass_empty:")
     st.stop()

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, controls, queries
+from dashboard import charts, controls, loaders
 
 LIVE_REFRESH_S = 5
 MAX_LIVE_SAMPLES = 720  # one hour at LIVE_REFRESH_S
@@ -12,13 +12,13 @@ MAX_LIVE_SAMPLES = 720  # one hour at LIVE_REFRESH_S
 @st.fragment(run_every=LIVE_REFRESH_S)
 def show_live_gauges(gateway_url: str) -> None:
     """Poll the gateway's /metrics every LIVE_REFRESH_S seconds; chart the samples of this session."""
-    live = queries.load_live_engine_stats(gateway_url)
+    live = loaders.load_live_engine_stats(gateway_url)
     if live is None:
         st.warning(f"The gateway at {gateway_url} did not answer on /metrics; showing stored snapshots only.")
         return
     st.subheader("Live (gateway /metrics)")
     columns = st.columns(4)
-    for column, name in zip(columns, queries.ENGINE_GAUGES):
+    for column, name in zip(columns, loaders.ENGINE_GAUGES):
         column.metric(name.replace("_", " ").capitalize(), f"{int(live.get(name, 0)):,}")
     samples = st.session_state.setdefault("live_engine_samples", [])
     samples.append({"created_at": pd.Timestamp.now(tz="UTC"), **live})
@@ -34,11 +34,11 @@ def show_live_gauges(gateway_url: str) -> None:
 st.title("Engine cache")
 url = controls.require_database()
 window = controls.pick_window()
-live_url = queries.gateway_url()
+live_url = loaders.gateway_url()
 if live_url:
     show_live_gauges(live_url)
 
-snapshots = queries.load_engine_snapshots(url, window.since, window.until)
+snapshots = loaders.load_engine_snapshots(url, window.since, window.until)
 if snapshots.empty and live_url:
     st.caption("No stored engine snapshots in this range; the figures above are live.")
     st.stop()

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from dashboard import charts, controls, queries
+from dashboard import charts, controls, loaders
 
 st.title("Prefix-cache overview")
 url = controls.require_database()
 window = controls.pick_window()
-overview = queries.load_overview(url, window.since, window.until)
+overview = loaders.load_overview(url, window.since, window.until)
 
 if overview.empty:
     st.info(
@@ -45,7 +45,7 @@ with st.expander("What do these rates mean?"):
     )
 
 st.subheader("Hit rate over time")
-series = queries.load_series(url, "tenant", None, window.since, window.until, window.bucket)
+series = loaders.load_series(url, "tenant", None, window.since, window.until, window.bucket)
 st.altair_chart(charts.hit_rate_timeseries(series, color="tenant"), width="stretch")
 
 st.subheader("Per tenant")

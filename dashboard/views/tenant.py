@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, controls, queries
+from dashboard import charts, controls, loaders
 
 st.title("Tenant")
 url = controls.require_database()
@@ -14,7 +14,7 @@ if tenant is None:
 tenant_id = int(tenant["tenant_id"])
 st.caption(f"Tenant **{tenant.name}** · cache group: {tenant['cache_group'] or 'none (own namespace)'}")
 
-stats = queries.load_tenant_stats(url, tenant_id, window.since, window.until)
+stats = loaders.load_tenant_stats(url, tenant_id, window.since, window.until)
 if stats["requests"] == 0:
     st.info(f"No requests from {tenant.name} in this time range.", icon=":material/hourglass_empty:")
     st.stop()
@@ -27,11 +27,11 @@ columns[3].metric("TTFT p50", "n/a" if stats["ttft_p50_ms"] is None else f"{stat
 columns[4].metric("TTFT p95", "n/a" if stats["ttft_p95_ms"] is None else f"{stats['ttft_p95_ms']:.0f} ms")
 
 st.subheader("Hit rate over time, by template")
-series = queries.load_series(url, "template", tenant_id, window.since, window.until, window.bucket)
+series = loaders.load_series(url, "template", tenant_id, window.since, window.until, window.bucket)
 st.altair_chart(charts.hit_rate_timeseries(series, color="template"), width="stretch")
 
 st.subheader("Top cache-breaking causes")
-diagnosis = queries.load_diagnosis(url, tenant_id, window.since, window.until)
+diagnosis = loaders.load_diagnosis(url, tenant_id, window.since, window.until)
 causes = pd.DataFrame(diagnosis["causes"])
 if causes.empty:
     st.success("No lost prefix hits in this range: every reusable prefix was served from cache.")
@@ -44,7 +44,7 @@ if not by_section.empty:
         st.dataframe(by_section, hide_index=True, width="stretch")
 
 st.subheader("Pins")
-pins = queries.load_pins(url, tenant_id)
+pins = loaders.load_pins(url, tenant_id)
 if pins.empty:
     st.info("No pins. Pin a hot static prefix with `POST /v1/pins` so it is never evicted.", icon=":material/push_pin:")
 else:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention import AttentionPlan, PagedAttention
-from engine.models.packed_linear import PackedLinear, packing_applies
+from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 from engine.models.rope import RotaryTable, apply_rotary
 
 Weight = torch.Tensor | PackedLinear
@@ -143,7 +143,7 @@ class LlamaModel:
         )
 
     def _pack_linears(self) -> None:
-        """Lay every linear weight out once for oneDNN (see engine.models.packed_linear)."""
+        """Lay every linear weight out once for oneDNN (see engine.kernels.cpu.packed_linear)."""
         for layer in self.layers:
             for name in ("qkv", "o_proj", "gate_up", "down"):
                 setattr(layer, name, PackedLinear(getattr(layer, name)))

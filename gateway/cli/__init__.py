@@ -6,7 +6,8 @@ Each sub-app lives in its own module and imports its heavy dependencies
 
 import typer
 
-from gateway.cli import bench, db, serve, tenant, template
+from gateway.bench import cli as bench
+from gateway.cli import db, serve, tenant, template
 from gateway.cli import doctor
 
 app = typer.Typer(

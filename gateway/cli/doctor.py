@@ -20,7 +20,7 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the diagnosis as JSON."),
 ) -> None:
     """Diagnose a tenant's request log: ranked causes of lost prefix hits, fixes and the speedup at stake."""
-    from gateway.db.dashboard_queries import find_tenant
+    from gateway.db.insight_queries import find_tenant
     from gateway.db.doctor import diagnose
     from gateway.db.session import make_engine, make_session_factory
     from gateway.settings import Settings

@@ -1,6 +1,6 @@
 """`radixgate tenant create|list|key`: manage tenants and API keys straight in the database.
 
-Same service functions as the admin API (gateway/tenants.py); the database is migrated first,
+Same service functions as the admin API (gateway/tenants/service.py); the database is migrated first,
 so these commands work on a fresh machine before the server has ever started.
 """
 
@@ -45,7 +45,7 @@ def create(
     db: str = DB_OPTION,
 ) -> None:
     """Create a tenant and print its first API key (shown once)."""
-    from gateway import tenants
+    from gateway.tenants import service as tenants
 
     rules = parse_dynamic_rules(dynamic_rule or [])
     with open_session(db) as session:
@@ -81,7 +81,7 @@ def parse_dynamic_rules(values: list[str]) -> dict[str, str]:
 @app.command("list")
 def list_(db: str = DB_OPTION) -> None:
     """List tenants with their quotas, cache groups and active keys' prefixes."""
-    from gateway import tenants
+    from gateway.tenants import service as tenants
 
     with open_session(db) as session:
         rows = []
@@ -96,7 +96,7 @@ def list_(db: str = DB_OPTION) -> None:
 @app.command("key")
 def key(name: str = typer.Argument(..., help="Tenant name."), db: str = DB_OPTION) -> None:
     """Issue another API key for a tenant and print it (shown once)."""
-    from gateway import tenants
+    from gateway.tenants import service as tenants
 
     with open_session(db) as session:
         try:

@@ -27,7 +27,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from gateway.db import dashboard_queries as dq
+from gateway.db import insight_queries as dq
 from gateway.db.doctor_fixes import CauseFacts, describe_cause
 from gateway.db.models import Tenant
 from gateway.db.prefix_reuse import LogRow, attainable_tokens, estimate_prefix_tokens, mark_first_sightings

@@ -34,7 +34,7 @@ from gateway.db.models import RequestLog
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from gateway.metrics import Metrics
+    from gateway.insight.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 DROP_LOG_INTERVAL_S = 10.0

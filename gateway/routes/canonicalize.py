@@ -10,11 +10,11 @@ import asyncio
 
 from fastapi import APIRouter
 
-from gateway.chat_service import load_tenant_template, resolve_model
+from gateway.chat.service import load_tenant_template, resolve_model
 from gateway.deps import StateDep, TenantDep
-from gateway.pipeline import prepare_request
-from gateway.schemas import ChatCompletionRequest
-from gateway.tenant_rules import rules_for
+from gateway.chat.prepare import prepare_request
+from gateway.chat.schemas import ChatCompletionRequest
+from gateway.tenants.dynamic_rules import rules_for
 
 router = APIRouter(tags=["canonicalize"])
 

@@ -1,14 +1,14 @@
-"""POST /v1/chat/completions: OpenAI-compatible, streaming or not. The request path lives in gateway/chat_service.py."""
+"""POST /v1/chat/completions: OpenAI-compatible, streaming or not. The request path lives in gateway/chat/service.py."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from gateway import chat_service
+from gateway.chat import service as chat_service
 from gateway.deps import CallerDep, StateDep
-from gateway.schemas import ChatCompletion, ChatCompletionRequest
-from gateway.streaming import SSE_HEADERS
+from gateway.chat.schemas import ChatCompletion, ChatCompletionRequest
+from gateway.chat.streaming import SSE_HEADERS
 
 router = APIRouter(tags=["chat"])
 

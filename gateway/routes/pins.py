@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from gateway import pins
+from gateway.pins import service as pins
 from gateway.db.models import Pin
 from gateway.deps import SessionDep, StateDep, TenantDep
 from engine import QuotaExceededError

@@ -1,4 +1,4 @@
-"""GET /v1/stats (the caller's tenant) and GET /admin/stats (all tenants), from gateway.db.queries.
+"""GET /v1/stats (the caller's tenant) and GET /admin/stats (all tenants), from gateway.db.stats_queries.
 
 Windows default to the last 24 hours. Hit rates are token-weighted:
 sum(cached_tokens) / sum(prompt_tokens) over the window.
@@ -11,7 +11,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Query
 
-from gateway.db import queries
+from gateway.db import stats_queries as queries
 from gateway.deps import AdminDep, SessionDep, TenantDep
 from gateway.errors import bad_request
 

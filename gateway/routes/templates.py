@@ -12,7 +12,7 @@ from datetime import datetime
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from gateway import template_store
+from gateway.prompt_templates import store as template_store
 from gateway.deps import SessionDep, StateDep, TenantDep
 from gateway.errors import bad_request, not_found
 

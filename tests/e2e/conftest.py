@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from gateway.bench.server import ServerProcess
-from server_process import RADIXGATE
+from tests.support.server_process import RADIXGATE
 
 STARTUP_TIMEOUT_S = 240
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from dashboard_seed import create_seeded_db
-from server_process import free_port
+from tests.support.dashboard_seed import create_seeded_db
+from tests.support.server_process import free_port
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -9,7 +9,7 @@ import time
 
 import httpx
 import pytest
-from server_process import RADIXGATE, free_port
+from tests.support.server_process import RADIXGATE, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -136,7 +136,7 @@ def test_client_that_gives_up_on_a_non_streaming_request_aborts_it(gateway_serve
 
 def tenant_id_of(gateway_server, key: str) -> int:
     from gateway.db.models import ApiKey
-    from gateway.tenants import hash_key
+    from gateway.tenants.service import hash_key
 
     engine = create_engine(gateway_server.db_url)
     try:

@@ -18,6 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from gateway.db import migrate
+from tests.support.db import BACKENDS, create_pg_database, drop_pg_database
+
 TEST_KV_CACHE_TOKENS = 16384
 
 
@@ -39,7 +42,26 @@ def engine(shared_engine):
 
 @pytest.fixture()
 def client(tmp_path, engine) -> Iterator:
-    from app_helpers import make_client
+    from tests.support.app import make_client
 
     with make_client(tmp_path, engine) as test_client:
         yield test_client
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request, tmp_path) -> Iterator[str]:
+    """An empty database: a new SQLite file, or a new PostgreSQL database dropped afterwards."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'radixgate.db'}"
+        return
+    url = create_pg_database()
+    try:
+        yield url
+    finally:
+        drop_pg_database(url)
+
+
+@pytest.fixture
+def migrated_url(db_url) -> str:
+    migrate.upgrade(db_url)
+    return db_url

@@ -4,8 +4,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 ENGINE_FORBIDDEN = {"gateway", "dashboard", "fastapi", "sqlalchemy", "litellm", "starlette", "streamlit", "pydantic"}
 
 

@@ -10,14 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-PROMPTS = [  # each answer runs past 32 tokens, so all 32 greedy tokens are compared
-    "Write a short story about a dragon who learns to bake bread.",
-    "Explain how a car engine works.",
-    "Describe the water cycle in detail.",
-    "What are the main causes of the French Revolution?",
-    "Give me five tips for learning a new language, with an explanation for each.",
-]
-NUM_REFERENCE_TOKENS = 32
+from tests.support.greedy_prompts import NUM_REFERENCE_TOKENS, PROMPTS
+
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +22,16 @@ def smollm():
 
 
 @pytest.fixture(scope="session")
+def smollm_reference(smollm):
+    """transformers' own forward over the same weights, fp32."""
+    import torch
+
+    return smollm.build_hf_model(torch.float32)
+
+
+@pytest.fixture(scope="session")
 def chat_prompts(smollm) -> list[list[int]]:
-    from engine.bench.workloads import render_chat
+    from gateway.bench.workloads.rag import render_chat
 
     return [render_chat(smollm.tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
 

@@ -3,10 +3,10 @@
 import pytest
 
 from engine import EngineConfig
-from engine.bench.agent_workload import agent_requests, generate_agent_rows
-from engine.bench.policy import run_policy_bench
-from engine.bench.rag import run_rag_bench
-from engine.bench.workloads import generate_rag_workload
+from gateway.bench.workloads.agent_rows import agent_requests, generate_agent_rows
+from gateway.bench.policy.run import run_policy_bench
+from gateway.bench.rag.run import run_rag_bench
+from gateway.bench.workloads.rag import generate_rag_workload
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from conftest import NUM_REFERENCE_TOKENS
+from tests.support.greedy_prompts import NUM_REFERENCE_TOKENS
 
 from engine import SamplingParams
 

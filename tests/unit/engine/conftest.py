@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_runner import FakeRunner  # noqa: E402
+from tests.support.fake_runner import FakeRunner  # noqa: E402
 
 from engine import Engine, EngineConfig  # noqa: E402
 

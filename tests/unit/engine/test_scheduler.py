@@ -4,7 +4,7 @@ import random
 import threading
 
 import pytest
-from fake_runner import POISON_TOKEN, reference_greedy
+from tests.support.fake_runner import POISON_TOKEN, reference_greedy
 
 from engine import EngineOverloadedError, PromptTooLongError, SamplingParams
 

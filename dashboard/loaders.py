@@ -1,0 +1,164 @@
+"""The dashboard's only data access: cached, read-only loaders over gateway.db.
+
+Every loader takes the database URL and a window as bound parameters, so
+`st.cache_data` keys on them; `clear_caches()` is the refresh control's hook.
+Loaders return pandas DataFrames (or plain dicts) and never write: the database
+belongs to the gateway. A missing SQLite file is reported, never created.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import streamlit as st
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import inspect
+from sqlalchemy.engine import make_url
+
+from gateway.db import insight_queries as dq
+from gateway.db import stats_queries as shared
+from gateway.db.doctor import diagnose
+from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
+
+TTL_S = 60
+ATTAINABLE_TTL_S = 300
+REQUIRED_TABLES = {"tenants", "request_log"}
+ENGINE_GAUGES = ("cached_tokens", "pinned_tokens", "evictable_tokens", "evictions")
+
+
+def db_url() -> str:
+    return os.environ.get("RADIXGATE_DB_URL", DEFAULT_DB_URL)
+
+
+def gateway_url() -> str | None:
+    return os.environ.get("RADIXGATE_GATEWAY_URL") or None
+
+
+def clear_caches() -> None:
+    st.cache_data.clear()
+
+
+@st.cache_resource
+def session_factory(url: str):
+    return make_session_factory(make_engine(url))
+
+
+def database_problem(url: str) -> str | None:
+    """Why `url` cannot be read yet (missing file, no schema), or None when it can."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).is_file():
+            return f"No database file at `{parsed.database}`. Start the gateway (`radixgate serve`) to create it."
+    try:
+        with session_factory(url)() as session:
+            tables = set(inspect(session.get_bind()).get_table_names())
+    except Exception as exc:  # an unreachable server is an empty state, not a traceback
+        return f"Cannot open `{parsed.render_as_string(hide_password=True)}`: {exc.__class__.__name__}: {exc}"
+    if not REQUIRED_TABLES <= tables:
+        return "The database has no radixgate tables yet: run `radixgate db upgrade` or start the gateway."
+    return None
+
+
+@st.cache_data(ttl=TTL_S)
+def load_tenants(url: str) -> pd.DataFrame:
+    with session_factory(url)() as session:
+        rows = [{"tenant_id": t.id, "tenant": t.name, "cache_group": t.cache_group} for t in dq.list_tenants(session)]
+    return pd.DataFrame(rows, columns=["tenant_id", "tenant", "cache_group"])
+
+
+@st.cache_data(ttl=TTL_S)
+def load_overview(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
+    """Per tenant with traffic: totals, hit / raw-order / attainable rates, prefill time saved."""
+    with session_factory(url)() as session:
+        stats = pd.DataFrame(shared.all_tenant_stats(session, since, until))
+        ms_per_token = dq.prefill_ms_per_token(session, since, until)
+    if stats.empty:
+        return stats
+    attainable = load_attainable(url, since, until)
+    stats["attainable_tokens"] = stats["tenant_id"].map(attainable).fillna(0).astype(int)
+    stats["attainable_hit_rate"] = stats["attainable_tokens"] / stats["prompt_tokens"].where(stats["prompt_tokens"] > 0)
+    stats["tenant"] = stats["tenant"].fillna(stats["tenant_id"].map(lambda tid: f"tenant {tid}"))
+    stats["prefill_s_saved"] = stats["cached_tokens"] * ms_per_token / 1000
+    return stats
+
+
+@st.cache_data(ttl=ATTAINABLE_TTL_S, show_spinner="Replaying static prefixes for the attainable hit rate...")
+def load_attainable(url: str, since: datetime | None, until: datetime | None) -> dict[int, int]:
+    """Attainable cached tokens per tenant: one window-function pass over the window's rows
+    (seconds per million rows on SQLite), so it is cached longer than the plain sums."""
+    with session_factory(url)() as session:
+        return dq.attainable_by_tenant(session, since, until)
+
+
+@st.cache_data(ttl=TTL_S)
+def load_series(
+    url: str, group: str, tenant_id: int | None, since: datetime | None, until: datetime | None, bucket: str
+) -> pd.DataFrame:
+    """Hit rates per time bucket and `group` ("tenant" or "template"), tenant names filled in."""
+    with session_factory(url)() as session:
+        frame = pd.DataFrame(dq.hit_rate_series_by(session, group, tenant_id, since, until, bucket))
+    if frame.empty:
+        return frame
+    if group == "tenant":
+        names = load_tenants(url).set_index("tenant_id")["tenant"]
+        frame["tenant"] = frame["tenant"].map(names).fillna(frame["tenant"].astype(str))
+    else:
+        frame["template"] = frame["template"].fillna("(none)")
+    return frame
+
+
+@st.cache_data(ttl=TTL_S)
+def load_tenant_stats(url: str, tenant_id: int, since: datetime | None, until: datetime | None) -> dict:
+    """The stats API's numbers for one tenant (series left out: see load_series)."""
+    with session_factory(url)() as session:
+        return {
+            **shared.totals(session, tenant_id, since, until),
+            **shared.ttft_percentiles(session, tenant_id, since, until),
+            "lost_tokens_by_cause": shared.lost_tokens_by_cause(session, tenant_id, since, until),
+        }
+
+
+@st.cache_data(ttl=TTL_S)
+def load_diagnosis(url: str, tenant_id: int, since: datetime | None, until: datetime | None) -> dict:
+    with session_factory(url)() as session:
+        return diagnose(session, tenant_id, since, until).to_dict()
+
+
+@st.cache_data(ttl=TTL_S)
+def load_pins(url: str, tenant_id: int) -> pd.DataFrame:
+    columns = ["pin_id", "template", "num_tokens", "hits", "created_at", "expires_at", "deleted_at"]
+    with session_factory(url)() as session:
+        rows = [
+            [p.id, p.template or "(none)", p.num_tokens, p.hits, p.created_at, p.expires_at, p.deleted_at]
+            for p in dq.list_pins(session, tenant_id)
+        ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@st.cache_data(ttl=TTL_S)
+def load_engine_snapshots(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
+    columns = ["created_at", "backend", "cached_tokens", "pinned_tokens", "evictable_tokens", "num_evictions"]
+    with session_factory(url)() as session:
+        rows = [[getattr(s, c) for c in columns] for s in dq.list_engine_snapshots(session, since, until)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@st.cache_data(ttl=2)
+def load_live_engine_stats(base_url: str) -> dict | None:
+    """The gateway's engine gauges from its /metrics endpoint; None when unreachable."""
+    try:
+        response = httpx.get(base_url.rstrip("/") + "/metrics", timeout=2.0)
+        response.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    values = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            suffix = sample.name.removeprefix("radixgate_engine_")
+            if suffix in ENGINE_GAUGES:
+                values[suffix] = sample.value
+    return values

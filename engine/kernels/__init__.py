@@ -1,0 +1,1 @@
+"""Compute kernels behind one seam: CPU (packed linears, row ranges, dtype probe) and CUDA (FlashInfer)."""

@@ -1,0 +1,1 @@
+"""CUDA kernels: FlashInfer paged attention (imported only when flashinfer is installed)."""

@@ -1,0 +1,1 @@
+"""bench agent: agent traffic through a real gateway, raw order vs canonicalized."""

@@ -1,0 +1,72 @@
+"""`radixgate bench agent`: agent/RAG traffic through the gateway, raw order vs canonicalized."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+
+DEFAULT_KV_CACHE_TOKENS = 65536
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agent")(agent)
+
+
+def agent(
+    workload: Path = typer.Option(None, "--workload", exists=True, dir_okay=False,
+                                  help="JSONL workload (e.g. ../shared/workloads/agent_rag_300.jsonl); default: generated."),
+    url: str = typer.Option(None, "--url", help="A running gateway; default: start one on a free loopback port."),
+    admin_key: str = typer.Option(None, "--admin-key", envvar="RADIXGATE_ADMIN_KEY", help="Admin key of --url's gateway."),
+    json_out: Path = typer.Option(None, "--json", help="Write the result JSON here."),
+    plot: Path = typer.Option(None, "--plot", help="Write a PNG chart here."),
+    num_requests: int = typer.Option(300, "--requests", min=1, help="Requests of the generated workload."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the generated workload."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Requests in flight (1 = strictly in order)."),
+    kv_cache_tokens: int = typer.Option(DEFAULT_KV_CACHE_TOKENS, "--kv-cache-tokens",
+                                        help="KV cache of the server this command starts (ignored with --url)."),
+) -> None:
+    """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
+    from gateway.bench.agent.run import run_agent_bench
+    from gateway.bench.workloads.agent import load_workload
+
+    rows = load_workload(workload, num_requests, seed)
+    typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
+    if url is not None:
+        result = run_agent_bench(url, admin_key, rows, concurrency=concurrency, progress=print_progress)
+    else:
+        from gateway.bench.server import ServerProcess
+
+        env = {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": str(kv_cache_tokens), "RADIXGATE_LOG_LEVEL": "WARNING"}
+        env.update({k: v for k, v in os.environ.items() if k.startswith("RADIXGATE_ENGINE__")})
+        typer.echo("starting a gateway on a free loopback port (loading the model)...")
+        with ServerProcess(env=env) as server:
+            result = run_agent_bench(server.url, server.admin_key, rows, concurrency=concurrency, progress=print_progress)
+    result["workload"] = str(workload) if workload else f"generated(seed={seed}, requests={num_requests})"
+    print_summary(result)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
+    if plot is not None:
+        from gateway.bench.agent.plot import plot_agent_bench
+
+        plot_agent_bench(result, str(plot))
+        typer.echo(f"wrote {plot}")
+    if result["errors"]:
+        typer.echo(f"{len(result['errors'])} requests failed, e.g. {result['errors'][0]}", err=True)
+        raise typer.Exit(1)
+
+
+def print_progress(run) -> None:
+    mode = "canonical" if run.is_canonical else "raw"
+    typer.echo(f"  {mode}: {run.total.requests} requests, hit rate so far {run.total.hit_rate:.3f}", err=True)
+
+
+def print_summary(result: dict) -> None:
+    typer.echo(f"requests            {result['requests']}")
+    typer.echo(f"hit rate raw        {result['hit_rate_raw']:.3f}   wall {result['wall_s_raw']:.1f} s")
+    typer.echo(f"hit rate canonical  {result['hit_rate_canonical']:.3f}   wall {result['wall_s_canonical']:.1f} s")
+    typer.echo(f"ratio               {result['hit_rate_ratio']}x hit rate, {result['wall_speedup']}x wall time")
+    typer.echo(f"shadow (raw order)  {result['shadow_hit_rate_raw_order']}")

@@ -1,0 +1,1 @@
+"""bench decode: decode and prefill throughput of the model runner."""

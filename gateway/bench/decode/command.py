@@ -1,0 +1,99 @@
+"""`radixgate bench decode`: decode tokens/s of the model runner at several batch sizes (+ prefill)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gateway.bench.progress import progress_bars, set_torch_threads
+
+TARGETS = {1: 22.0, 8: 150.0, 32: 400.0}  # issue 3, SmolLM2-135M on the 2-core CI machine
+
+
+def register(app: typer.Typer) -> None:
+    app.command("decode")(decode)
+
+
+def parse_batches(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"--batch takes comma-separated integers, got {text!r}") from exc
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter("--batch needs at least one size >= 1")
+    return sizes
+
+
+def decode(
+    batch: str = typer.Option("1,8,32", help="Comma-separated batch sizes."),
+    tokens: int = typer.Option(64, min=2, help="Decode steps timed per pass."),
+    prompt_len: int = typer.Option(32, min=1, help="Prompt tokens per sequence (prefilled, not timed)."),
+    prefill_len: int = typer.Option(1024, min=0, help="Also time one prefill of this many tokens (0: skip)."),
+    dtype: str = typer.Option("auto", help="float32 | bfloat16 | auto (the runner's default)."),
+    device: str = typer.Option("auto", help="cpu | cuda | auto."),
+    model: str = typer.Option("smollm2-135m", help="Model spec."),
+    repeat: int = typer.Option(3, min=1, help="Passes per batch size; the table shows medians."),
+    threads: int = typer.Option(1, min=0, help="torch.set_num_threads; 0 leaves torch's default. One thread is "
+                                "the default: on a shared 2-core box two OpenMP threads measured 10x slower."),
+    vs: list[str] = typer.Option([], "--vs", help="Also time a baseline side by side: hf (transformers generate)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
+) -> None:
+    """Time greedy decode (one ragged forward per step over the whole batch); medians of --repeat passes."""
+    import torch
+
+    from gateway.bench.decode.run import run_decode_bench, run_prefill_bench
+    from engine.runner import ModelRunner
+
+    if set(vs) - {"hf"}:
+        raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - {'hf'})}; available: hf")
+    set_torch_threads(threads)
+    sizes = parse_batches(batch)
+    num_pages = max(64, sum(-(-(prompt_len + tokens + 2) // 16) for _ in range(max(sizes))) + 8)
+    num_pages = max(num_pages, -(-prefill_len // 16) + 8)
+    runner = ModelRunner.from_spec(model, dtype=None if dtype == "auto" else dtype,
+                                   device=None if device == "auto" else device, num_pages=num_pages, page_size=16)
+    hf_model = runner.loaded_model.build_hf_model(runner.dtype) if "hf" in vs else None
+    typer.echo(f"{runner.loaded_model.model_id}: dtype {runner.dtype}, device {runner.device}, "
+               f"{torch.get_num_threads()} threads")
+    with progress_bars(tokens) as progress:
+        result = run_decode_bench(runner, sizes, tokens, prompt_len, repeat, hf_model, progress)
+    if prefill_len:
+        result["prefill"] = run_prefill_bench(runner, prefill_len, repeat, hf_model)
+    print_result(result)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(result, indent=2))
+        typer.echo(f"wrote {json_out}")
+
+
+def print_result(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    has_hf = any("hf_tok_s" in row for row in result["results"])
+    table = Table(title=f"decode tokens/s ({result['dtype']}, {result['num_tokens']} steps, median of {result['repeat']})")
+    table.add_column("batch", justify="right")
+    table.add_column("radixgate tok/s", justify="right")
+    table.add_column("per CPU-second", justify="right")
+    table.add_column("target", justify="right")
+    if has_hf:
+        table.add_column("transformers tok/s", justify="right")
+        table.add_column("per CPU-second", justify="right")
+        table.add_column("speedup", justify="right")
+    for row in result["results"]:
+        target = TARGETS.get(row["batch"])
+        cells = [str(row["batch"]), f"{row['tok_s']:.1f}", f"{row['cpu_tok_s']:.1f}", f">= {target:.0f}" if target else "-"]
+        if has_hf:
+            cells += [f"{row['hf_tok_s']:.1f}", f"{row['hf_cpu_tok_s']:.1f}", f"{row['speedup_vs_hf']:.2f}x"]
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    prefill = result.get("prefill")
+    if prefill:
+        line = f"prefill {prefill['prompt_len']} tokens: {prefill['tok_s']:.0f} tok/s"
+        if "hf_tok_s" in prefill:
+            line += f" (transformers {prefill['hf_tok_s']:.0f} tok/s, {prefill['speedup_vs_hf']:.2f}x)"
+        console.print(line)

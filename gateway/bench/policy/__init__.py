@@ -1,0 +1,1 @@
+"""bench policy: agent traffic under a small KV budget, per waiting-queue policy."""

@@ -1,0 +1,1 @@
+"""bench radix: a token-id trace replayed through the radix cache (and SGLang's)."""

@@ -1,0 +1,1 @@
+"""bench rag: the prefix-heavy RAG workload, radix cache on vs off, and baselines."""

@@ -1,0 +1,166 @@
+"""`radixgate bench rag`: the prefix-heavy RAG workload, radix cache on vs off (and baselines)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gateway.bench.progress import THREADS_HELP, progress_bars, set_torch_threads
+
+TARGET_SPEEDUP = 6.4
+TARGET_PREFILL_RATIO = 0.1
+TARGET_BASELINE_SPEEDUP = 5.0  # over every baseline, cold-group mode
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rag")(rag)
+
+
+def rag(
+    workload: Optional[Path] = typer.Option(None, help="RAG workload JSON (shared/workloads/rag_workload.json); default: generated."),
+    serial: bool = typer.Option(False, "--serial", help="Send requests one after another instead of all at once."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG bar chart here."),
+    repeat: int = typer.Option(1, min=1, help="Passes per mode; wall times are medians."),
+    warmup: int = typer.Option(1, min=0, help="Untimed passes first (the CPU kernels are picked and compiled on "
+                                           "the first shapes); each baseline also warms up on a short prompt."),
+    vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (repeatable)."),
+    model: str = typer.Option("smollm2-135m", help="Model spec."),
+    dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
+    max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
+    threads: int = typer.Option(0, help=THREADS_HELP),
+) -> None:
+    """Replay the RAG workload with the radix cache on and off in one run; print and write ratios."""
+    from engine import EngineConfig
+    from gateway.bench.rag.run import run_rag_bench
+    from gateway.bench.workloads.rag import generate_rag_workload, load_rag_workload
+    from engine.runner import ModelRunner
+
+    set_torch_threads(threads)
+
+    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens)
+    runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
+                                   page_size=config.page_size)
+    tokenizer = runner.loaded_model.tokenizer
+    loaded = load_rag_workload(workload) if workload else generate_rag_workload(tokenizer)
+    typer.echo(f"workload {loaded.source}: {len(loaded.prompts)} requests, {loaded.num_prefix_tokens}-token "
+               f"shared prefix, {loaded.max_new_tokens} new tokens; dtype {runner.dtype}")
+    with progress_bars(len(loaded.prompts)) as progress:
+        result = run_rag_bench(runner, config, loaded, serial=serial, repeat=repeat, warmup=warmup,
+                               progress=progress)
+        result["dtype"] = str(runner.dtype).removeprefix("torch.")
+        reference = result.pop("_outputs")
+        result["baselines"] = _run_baselines(vs, runner, loaded, model, progress, result, reference)
+    _print(result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+        typer.echo(f"wrote {json_out}")
+    if plot:
+        _plot(result, plot)
+        typer.echo(f"wrote {plot}")
+
+
+def _run_baselines(names: list[str], runner, workload, model: str, progress, result: dict,
+                   reference: list[list[int]]) -> list[dict]:
+    import torch
+
+    from gateway.bench.rag.llamacpp import run_llamacpp
+    from gateway.bench.rag.baselines import run_hf
+
+    repeat = result["repeat"]
+    baselines = []
+    for name in names:
+        if name == "hf":
+            for reuse in (False, True):
+                baselines.append(_median_of(repeat, lambda reuse=reuse: run_hf(
+                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress)))
+        elif name == "llamacpp":
+            baselines.append(_median_of(repeat, lambda: run_llamacpp(
+                _gguf_path(model), workload.prompts, workload.max_new_tokens, num_threads=torch.get_num_threads(),
+                progress=progress)))
+        else:
+            raise typer.BadParameter(f"unknown baseline {name!r}; choose hf or llamacpp")
+    for baseline in baselines:
+        if "wall_s" in baseline:
+            baseline["radixgate_speedup"] = baseline["wall_s"] / result["wall_s_on"]
+            outputs = baseline.pop("outputs")
+            baseline["outputs_match_radixgate"] = sum(a == b for a, b in zip(outputs, reference)) / len(outputs)
+    return baselines
+
+
+def _median_of(repeat: int, run) -> dict:
+    """A baseline run `repeat` times like radixgate's passes: the first run's result, with the median wall time
+    (and every run's in wall_s_all); an error ends the repeats."""
+    import statistics
+
+    runs = []
+    for _ in range(repeat):
+        runs.append(run())
+        if "wall_s" not in runs[-1]:
+            return runs[-1]
+    return dict(runs[0], wall_s=statistics.median(r["wall_s"] for r in runs), wall_s_all=[r["wall_s"] for r in runs])
+
+
+def _gguf_path(model: str) -> str | None:
+    from engine.models.loader import ALIASES, locate_alias
+
+    if model in ALIASES:
+        return str(locate_alias(model))
+    return model if model.endswith(".gguf") else None
+
+
+def _print(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"bench rag ({result['mode']}, {result['requests']} requests, median of {result['repeat']})")
+    for column in ("run", "wall s", "prefill tokens", "TTFT ms (median)"):
+        table.add_column(column)
+    table.add_row("radix cache on", f"{result['wall_s_on']:.2f}", str(result["prefill_tokens_on"]),
+                  f"{result['ttft_ms_median_on']:.0f}")
+    table.add_row("radix cache off", f"{result['wall_s_off']:.2f}", str(result["prefill_tokens_off"]),
+                  f"{result['ttft_ms_median_off']:.0f}")
+    for baseline in result["baselines"]:
+        wall = f"{baseline['wall_s']:.2f}" if "wall_s" in baseline else baseline.get("error", "")
+        table.add_row(baseline["name"], wall, "", "")
+    console = Console()
+    console.print(table)
+    ok = lambda flag: "[green]ok[/green]" if flag else "[red]MISSED[/red]"  # noqa: E731
+    target = TARGET_BASELINE_SPEEDUP if result["mode"] == "cold-group" else 1.0
+    for baseline in result["baselines"]:
+        if "radixgate_speedup" in baseline:
+            ratio = baseline["radixgate_speedup"]
+            console.print(f"radixgate {ratio:.2f}x faster than {baseline['name']} (target >= {target:g}x) "
+                          f"{ok(ratio >= target)}; same greedy tokens on "
+                          f"{baseline['outputs_match_radixgate']:.0%} of requests")
+        if "note" in baseline:
+            console.print(f"  [dim]{baseline['name']}: {baseline['note']}[/dim]")
+    console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
+                  f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
+                  f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
+                  f"{ok(result['outputs_identical'])}")
+
+
+def _plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["radix on", "radix off"] + [b["name"] for b in result["baselines"] if "wall_s" in b]
+    walls = [result["wall_s_on"], result["wall_s_off"]] + [b["wall_s"] for b in result["baselines"] if "wall_s" in b]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.bar(names, walls, color=["tab:green", "tab:red"] + ["tab:gray"] * (len(names) - 2))
+    left.set_ylabel("wall time (s)")
+    left.set_title(f"{result['requests']} RAG requests ({result['mode']}): {result['speedup']:.1f}x")
+    left.tick_params(axis="x", rotation=20)
+    right.bar(["radix on", "radix off"], [result["prefill_tokens_on"], result["prefill_tokens_off"]],
+              color=["tab:green", "tab:red"])
+    right.set_ylabel("prefill tokens computed")
+    right.set_title(f"prefill ratio {result['prefill_ratio']:.3f}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

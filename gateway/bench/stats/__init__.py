@@ -1,0 +1,1 @@
+"""bench stats: the stats queries over a large seeded request log."""

@@ -1,0 +1,1 @@
+"""The chat request path: prepare (canonicalize, render, tokenize), run, stream, answer."""

@@ -1,0 +1,191 @@
+"""Request preparation, top-down: canonicalize -> render -> tokenize (+ the raw order for the shadow index).
+
+`prepare_request` turns a validated chat body into a `PreparedRequest`: the
+token ids the backend will prefill, the generation parameters, the cache
+namespace, and what the request log needs (section hashes, signals, template).
+It is pure CPU work on its inputs (no engine, no database writes), so the chat
+service runs it in a worker thread.
+
+Invariant: with `canonicalize=true` the prompt is the template's rendering of
+the canonical sections, tokenized section by section, so every request with
+the same static sections shares the first `static_prefix_len` token ids. With
+`canonicalize=false` the prompt is the client's own order rendered by the
+model's chat template (`render_raw`), and static_prefix_len is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
+from gateway.errors import ApiError, bad_request
+from gateway.routing.base import GenerationParams, PreparedPrompt
+from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from gateway.chat.schemas import ChatCompletionRequest
+
+if TYPE_CHECKING:
+    from gateway.canonicalize import DynamicRules, Sections
+
+
+@dataclass(frozen=True)
+class TenantTemplate:
+    """A tenant's own template version, loaded from the database by the caller."""
+
+    name: str
+    version: int
+    source: str
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    prompt: PreparedPrompt
+    params: GenerationParams
+    sections: Sections
+    raw_token_ids: tuple[int, ...]
+    section_tokens: dict[str, int]
+    template_name: str | None
+    template_version: int | None
+    is_canonicalized: bool
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        return self.prompt.num_tokens
+
+
+def validate_request(body: ChatCompletionRequest) -> None:
+    """Reject what we cannot serve, with OpenAI-style 400s, before any work is done."""
+    if body.n is not None and body.n > 1:
+        raise bad_request("n > 1 is not supported: radixgate returns exactly one choice per request.", "n", "unsupported_n")
+
+
+def generation_params(body: ChatCompletionRequest, default_max_tokens: int) -> GenerationParams:
+    max_tokens = body.max_completion_tokens or body.max_tokens or default_max_tokens
+    return GenerationParams(
+        max_tokens=max_tokens,
+        temperature=1.0 if body.temperature is None else body.temperature,
+        top_p=1.0 if body.top_p is None else body.top_p,
+        seed=body.seed,
+        stop=tuple(body.stop_list()),
+        tools=tuple(body.tools or ()),
+        tool_choice=body.tool_choice,
+        user=body.user,
+    )
+
+
+def prepare_request(
+    body: ChatCompletionRequest,
+    *,
+    templates: Any,
+    tokenizer: Any,
+    model_id: str,
+    max_context: int,
+    default_max_tokens: int,
+    tenant_template: TenantTemplate | None = None,
+    rules: DynamicRules | None = None,
+) -> PreparedRequest:
+    """Canonicalize (with the tenant's dynamic `rules`; None: the defaults), render and tokenize one request.
+
+    Raises ApiError (400) for bad templates or long prompts.
+    """
+    validate_request(body)
+    raw_body = body.body_dict()
+    try:
+        sections = canonicalize(raw_body, rules)
+        raw_ids = tuple(render_raw(tokenizer, raw_body))
+    except ValueError as exc:  # malformed context, tools or messages the schema let through
+        raise bad_request(f"Malformed request body: {exc}", None, "invalid_request_body") from exc
+    if body.canonicalize:
+        rendered = render_sections(templates, sections, tokenizer, body.template, tenant_template)
+        tokenized = tokenize_segments(tokenizer, rendered.segments)
+        token_ids = tuple(tokenized.token_ids)
+        text = "".join(segment_text for _, segment_text in rendered.segments)
+        prefix_len, section_tokens = tokenized.static_prefix_len, dict(tokenized.section_tokens)
+        template_name = rendered.template_name
+        version = tenant_template.version if tenant_template else getattr(rendered, "version", None)
+        messages = canonical_messages(sections)
+    else:
+        token_ids, text, prefix_len, section_tokens = raw_ids, tokenizer.decode(list(raw_ids)), 0, {}
+        template_name, version = None, None
+        messages = tuple(m for m in raw_body["messages"])
+    params = generation_params(body, default_max_tokens)
+    forced = forced_tool_prefix(body)
+    if forced:
+        # The forced prefix carries a client-named tool: its text must never become control tokens.
+        token_ids += tuple(tokenizer.encode(forced, add_special_tokens=False, split_special_tokens=True))
+        text += forced
+        params = replace(params, stop=(*params.stop, TOOL_CALL_CLOSE))
+    check_length(len(token_ids), max_context)
+    params = clamp_max_tokens(params, len(token_ids), max_context)
+    prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced)
+    return PreparedRequest(prompt, params, sections, raw_ids, section_tokens, template_name, version, body.canonicalize)
+
+
+def render_sections(templates: Any, sections: Sections, tokenizer: Any, name: str | None, tenant_template: TenantTemplate | None):
+    """Render with the tenant's template, a named built-in, or the built-in the sections call for."""
+    from gateway.prompt_templates import TemplateError, TemplateNotFound
+
+    try:
+        if tenant_template is not None:
+            return templates.render(tenant_template.name, sections, tokenizer=tokenizer, tenant_source=tenant_template.source)
+        return templates.render(name or templates.choose_builtin(sections), sections, tokenizer=tokenizer)
+    except TemplateNotFound as exc:
+        raise bad_request(f"Unknown template {name!r}.", "template", "template_not_found") from exc
+    except TemplateError as exc:
+        raise bad_request(f"Template {name!r} failed to render: {exc}", "template", "template_error") from exc
+
+
+def forced_tool_prefix(body: ChatCompletionRequest) -> str:
+    """The text the answer must start with for tool_choice "required" or a named function ("" otherwise)."""
+    choice = body.tool_choice
+    if not body.tools or choice in (None, "auto", "none"):
+        return ""
+    names = [(tool.get("function") or {}).get("name") for tool in body.tools]
+    if choice == "required":
+        if len(names) > 1:
+            return TOOL_CALL_OPEN + '{"name": "'
+        choice = {"type": "function", "function": {"name": names[0]}}
+    name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    if not name:
+        raise bad_request("tool_choice must be 'none', 'auto', 'required' or a named function.", "tool_choice")
+    if name not in names:
+        raise bad_request(f"tool_choice names {name!r}, which is not in tools.", "tool_choice")
+    return TOOL_CALL_OPEN + json.dumps({"name": name})[:-1] + ', "arguments": {"'
+
+
+def check_length(num_prompt_tokens: int, max_context: int) -> None:
+    if num_prompt_tokens >= max_context:
+        raise ApiError(
+            400,
+            f"This model's maximum context length is {max_context} tokens; the prompt has {num_prompt_tokens}.",
+            "invalid_request_error",
+            "context_length_exceeded",
+            "messages",
+        )
+
+
+def clamp_max_tokens(params: GenerationParams, num_prompt_tokens: int, max_context: int) -> GenerationParams:
+    """Never ask for more tokens than the context has room for."""
+    room = max_context - num_prompt_tokens
+    if params.max_tokens <= room:
+        return params
+    return replace(params, max_tokens=room)
+
+
+def canonical_messages(sections: Sections) -> tuple[dict, ...]:
+    """The canonical sections as chat messages, for remote backends that apply their own chat template.
+
+    [system (+ context documents)] + history + [user: dynamic lines, then the question].
+    Tools travel separately in GenerationParams.
+    """
+    system_parts = [sections.system] if sections.system else []
+    if sections.context:
+        docs = "\n".join(f'<document id="{doc.id}">\n{doc.text}\n</document>' for doc in sections.context)
+        system_parts.append(f"<context>\n{docs}\n</context>")
+    messages: list[dict] = [{"role": "system", "content": "\n\n".join(system_parts)}] if system_parts else []
+    messages.extend(sections.history)
+    question = sections.question if isinstance(sections.question, str) else str(sections.question.get("content", ""))
+    user_text = "\n".join([*sections.dynamic, question]) if sections.dynamic else question
+    messages.append({"role": "user", "content": user_text})
+    return tuple(messages)

@@ -1,0 +1,180 @@
+"""One chat completion, top-down: admit -> prepare -> shadow -> route -> generate -> usage -> log row.
+
+    run = await start_chat(gw, caller, body, request)    # errors here become HTTP errors
+    response = await complete(run)                       # or: stream_events(run) for SSE
+
+`start_chat` does everything that can fail with a proper status code before
+any byte is sent: the tenant's concurrency slot (429), canonicalization,
+rendering and tokenization (400), backend choice, and the backend's first
+output (engine queue full -> 503, prompt too long -> 400). Then the response
+is drained or streamed. Whatever happens, `ChatRun.finish` runs exactly once:
+it releases the slot, enqueues one request-log row, observes metrics and logs
+one INFO line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, AsyncIterator
+
+from gateway.chat.run import ChatRun
+from gateway.errors import ApiError, from_exception, not_found, service_unavailable, too_many_requests
+from gateway.chat.prepare import TenantTemplate, prepare_request
+from gateway.routing.base import cache_namespace
+from gateway.chat.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
+from gateway.chat.streaming import ChunkFactory, DONE_EVENT, error_event
+from gateway.tenants.dynamic_rules import rules_for
+
+if TYPE_CHECKING:
+    from fastapi import Request
+
+    from gateway.deps import Caller
+    from gateway.state import GatewayState
+
+log = logging.getLogger(__name__)
+
+MODEL_ALIASES = ("default",)
+
+
+def served_model_ids(gw: GatewayState) -> list[str]:
+    """Model ids clients may name: the backends' models (embedded first)."""
+    ids = [gw.engine.model_id] if gw.engine is not None else []
+    ids += [remote.model for remote in gw.settings.remotes if remote.model not in ids]
+    return ids
+
+
+def resolve_model(gw: GatewayState, requested: str) -> str:
+    """The served model id for the name a client sent; 404 for models we do not serve."""
+    ids = served_model_ids(gw)
+    if requested in ids:
+        return requested
+    if ids and (requested in MODEL_ALIASES or requested == gw.settings.engine.model):
+        return ids[0]
+    raise not_found(f"The model {requested!r} does not exist; this gateway serves {ids}.", "model")
+
+
+def load_tenant_template(gw: GatewayState, tenant_id: int, name: str) -> TenantTemplate | None:
+    """The latest version of the tenant's own template called `name`, or None."""
+    from gateway.prompt_templates import store as template_store
+
+    with gw.session_factory() as session:
+        row = template_store.get_version(session, tenant_id, name)
+        return TenantTemplate(name=name, version=row.version, source=row.source) if row else None
+
+
+def prepare_in_thread(gw: GatewayState, run: ChatRun, model_id: str):
+    body, tenant = run.body, run.caller.tenant
+    tenant_template = load_tenant_template(gw, tenant.id, body.template) if body.template and body.canonicalize else None
+    engine = gw.engine
+    return prepare_request(
+        body,
+        templates=gw.templates,
+        tokenizer=engine.tokenizer,
+        model_id=model_id,
+        max_context=engine.max_context,
+        default_max_tokens=gw.settings.default_max_tokens,
+        tenant_template=tenant_template,
+        rules=rules_for(tenant),
+    )
+
+
+async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request) -> ChatRun:
+    """Admit and prepare the request and fetch the backend's first output. Raises ApiError."""
+    tenant = caller.tenant
+    run = ChatRun(gw=gw, caller=caller, body=body, request_id=f"chatcmpl-{uuid.uuid4().hex}")
+    if not gw.tenant_limits.try_acquire(tenant.id, tenant.max_concurrency):
+        run.fail("rate_limited")
+        run.finish()
+        raise too_many_requests(f"Tenant {tenant.name!r} is at its limit of concurrent requests; retry shortly.")
+    run.holds_slot = True
+    try:
+        if gw.router is None or gw.engine is None:
+            raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
+        model_id = resolve_model(gw, body.model)
+        run.model_id = model_id
+        run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run, model_id)
+        run.namespace = cache_namespace(tenant.id, tenant.cache_group, model_id)
+        run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
+        backend = gw.router.pick(run.prepared.prompt, run.namespace)
+        run.open(backend, request)
+        await run.prefetch()
+    except BaseException as exc:
+        api_error = from_exception(exc) if isinstance(exc, Exception) else None
+        run.fail(api_error.code if api_error else "cancelled")
+        run.finish()
+        if api_error is None:
+            raise
+        if api_error is not exc:
+            raise api_error from exc
+        raise
+    return run
+
+
+async def collect_answer(run: ChatRun) -> tuple[str, list[dict] | None]:
+    """The whole answer: its text, and tool calls (parsed from the text, or sent as such by a remote backend)."""
+    detector = run.make_tool_call_detector()
+    parts, backend_calls = [], []
+    async for chunk in run.chunks():
+        parts.append(detector.feed(chunk.text))
+        backend_calls.extend(chunk.tool_calls)
+    rest, calls = detector.finish()
+    return "".join(parts) + rest, calls or backend_calls or None
+
+
+async def complete(run: ChatRun) -> ChatCompletion:
+    """Drain the backend and build the non-streaming response."""
+    try:
+        text, calls = await collect_answer(run)
+        finish_reason = "tool_calls" if calls else run.finish_reason
+        message = AssistantMessage(content=None if calls else text, tool_calls=calls)
+        return ChatCompletion(
+            id=run.request_id,
+            created=run.created,
+            model=run.model_id,
+            choices=[Choice(message=message, finish_reason=finish_reason)],
+            usage=run.api_usage(),
+        )
+    except BaseException as exc:
+        run.fail_from(exc)
+        if isinstance(exc, Exception) and not isinstance(exc, ApiError):
+            raise from_exception(exc) from exc
+        raise
+    finally:
+        run.finish()
+
+
+async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
+    """The SSE byte stream for a started run; always ends with [DONE] unless the client left."""
+    include_usage = bool(run.body.stream_options and run.body.stream_options.include_usage)
+    factory = ChunkFactory(run.request_id, run.created, run.model_id, include_usage)
+    detector = run.make_tool_call_detector()
+    backend_calls: list[dict] = []
+    try:
+        yield factory.role()
+        async for chunk in run.chunks():
+            text = detector.feed(chunk.text)
+            backend_calls.extend(chunk.tool_calls)
+            if text:
+                yield factory.content(text)
+        rest, calls = detector.finish()
+        calls = calls or backend_calls or None
+        if rest:
+            yield factory.content(rest)
+        if calls:
+            yield factory.tool_calls(calls)
+        yield factory.finish("tool_calls" if calls else run.finish_reason)
+        if include_usage:
+            yield factory.usage(run.api_usage())
+        yield DONE_EVENT
+    except Exception as exc:
+        run.fail_from(exc)
+        log.warning("stream %s failed after it started: %r", run.request_id, exc)
+        yield error_event(from_exception(exc).body())
+        yield DONE_EVENT
+    except BaseException as exc:
+        run.fail_from(exc)
+        raise
+    finally:
+        run.finish()

@@ -1,0 +1,226 @@
+"""Read-only queries the dashboard and the cache doctor need beyond `gateway.db.stats_queries`.
+
+Every function takes a session, binds its parameters, and never commits.
+Windows are half-open: since <= created_at < until (either bound may be None).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Integer, and_, case, cast, func, literal, or_, select
+from sqlalchemy.orm import Session
+
+from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
+from gateway.db.prefix_reuse import DEFAULT_STATIC_FRACTION, LogRow
+from gateway.db.stats_queries import aggregate
+from gateway.db.rollup import finish, rollup
+
+SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
+"""Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""
+
+LOG_ROW_COLUMNS = (
+    RequestLog.created_at,
+    RequestLog.tenant_id,
+    RequestLog.prompt_tokens,
+    RequestLog.cached_tokens,
+    RequestLog.shadow_cached_tokens,
+    RequestLog.canonicalized,
+    RequestLog.was_canonical,
+    RequestLog.dynamic_patterns,
+    RequestLog.sections_found,
+    RequestLog.system_hash,
+    RequestLog.tools_hash,
+    RequestLog.context_hash,
+    RequestLog.miss_cause,
+    RequestLog.template,
+    RequestLog.ttft_ms,
+    RequestLog.status,
+)
+
+
+@dataclass(frozen=True)
+class SystemSighting:
+    """Another tenant that sent a system prefix (system + tools), and when it first did."""
+
+    tenant_id: int
+    tenant_name: str
+    cache_group: str | None
+    first_seen: datetime
+
+
+def window_filter(column, since: datetime | None, until: datetime | None) -> list:
+    clauses = []
+    if since is not None:
+        clauses.append(column >= since)
+    if until is not None:
+        clauses.append(column < until)
+    return clauses
+
+
+def list_tenants(session: Session) -> list[Tenant]:
+    """Every tenant, by name."""
+    return list(session.scalars(select(Tenant).order_by(Tenant.name)))
+
+
+def find_tenant(session: Session, name: str) -> Tenant | None:
+    return session.scalars(select(Tenant).where(Tenant.name == name)).first()
+
+
+def fetch_log_rows(
+    session: Session, tenant_id: int | None, since: datetime | None = None, until: datetime | None = None
+) -> list[LogRow]:
+    """Request-log rows (the reuse-analysis columns) in time order; all tenants when tenant_id is None."""
+    clauses = window_filter(RequestLog.created_at, since, until)
+    if tenant_id is not None:
+        clauses.append(RequestLog.tenant_id == tenant_id)
+    query = select(*LOG_ROW_COLUMNS).where(*clauses).order_by(RequestLog.created_at)
+    return [LogRow(**row._mapping) for row in session.execute(query)]
+
+
+def find_system_sightings(
+    session: Session, tenant_id: int, system_keys: set[tuple], until: datetime | None = None
+) -> dict[tuple, list[SystemSighting]]:
+    """Other tenants that sent any of `system_keys` (system_hash, tools_hash) before `until`, in
+    canonical order (raw-order requests never put the canonical prefix into the cache to share)."""
+    if not system_keys:
+        return {}
+    keys = sorted(system_keys, key=str)
+    matches = [
+        and_(RequestLog.system_hash == system, RequestLog.tools_hash.is_(None) if tools is None else RequestLog.tools_hash == tools)
+        for system, tools in keys
+    ]
+    query = (
+        select(
+            RequestLog.system_hash,
+            RequestLog.tools_hash,
+            Tenant.id,
+            Tenant.name,
+            Tenant.cache_group,
+            func.min(RequestLog.created_at).label("first_seen"),
+        )
+        .join(Tenant, Tenant.id == RequestLog.tenant_id)
+        .where(
+            RequestLog.tenant_id != tenant_id,
+            RequestLog.canonicalized.is_(True),
+            or_(*matches),
+            *window_filter(RequestLog.created_at, None, until),
+        )
+        .group_by(RequestLog.system_hash, RequestLog.tools_hash, Tenant.id, Tenant.name, Tenant.cache_group)
+    )
+    sightings: dict[tuple, list[SystemSighting]] = {}
+    for system, tools, other_id, name, group, first_seen in session.execute(query):
+        sightings.setdefault((system, tools), []).append(SystemSighting(other_id, name, group, first_seen))
+    return sightings
+
+
+def list_pins(session: Session, tenant_id: int | None = None, *, is_active_only: bool = False) -> list[Pin]:
+    """Pins (newest first), of one tenant or all; active = not deleted and not expired."""
+    query = select(Pin).order_by(Pin.created_at.desc())
+    if tenant_id is not None:
+        query = query.where(Pin.tenant_id == tenant_id)
+    if is_active_only:
+        query = query.where(Pin.deleted_at.is_(None))
+    pins = list(session.scalars(query))
+    if is_active_only:
+        now = datetime.now(tz=pins[0].created_at.tzinfo) if pins else None
+        pins = [pin for pin in pins if pin.expires_at is None or pin.expires_at > now]
+    return pins
+
+
+def list_engine_snapshots(
+    session: Session, since: datetime | None = None, until: datetime | None = None
+) -> list[EngineStatSnapshot]:
+    """Engine cache snapshots in time order."""
+    query = (
+        select(EngineStatSnapshot)
+        .where(*window_filter(EngineStatSnapshot.created_at, since, until))
+        .order_by(EngineStatSnapshot.created_at)
+    )
+    return list(session.scalars(query))
+
+
+def hit_rate_series_by(
+    session: Session,
+    group: str,
+    tenant_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    bucket: str = "hour",
+) -> list[dict]:
+    """Like queries.hit_rate_series, one row per (bucket, group value), time order; group in SERIES_GROUPS."""
+    if group not in SERIES_GROUPS:
+        raise ValueError(f"group must be one of {sorted(SERIES_GROUPS)}, got {group!r}")
+    dims = ("bucket", SERIES_GROUPS[group])
+    grouped = rollup(aggregate(session, tenant_id, since, until, dims, bucket), dims)
+    return [
+        {"bucket_start": key[0], group: key[1], **finish(grouped[key])}
+        for key in sorted(grouped, key=lambda key: (key[0], str(key[1])))
+    ]
+
+
+def attainable_by_tenant(session: Session, since: datetime | None, until: datetime | None) -> dict[int, int]:
+    """Attainable cached tokens per tenant (prefix_reuse's definition), computed in SQL with
+    window functions over each static key (one pass; no join).
+
+    Matches prefix_reuse.attainable_tokens except for ties: every request at a key's first
+    timestamp counts as a first sighting (the Python version takes only one of them)."""
+    R = RequestLog
+    key = (R.tenant_id, R.system_hash, R.tools_hash, R.context_hash)
+    clauses = [*window_filter(R.created_at, since, until), R.prompt_tokens > 0]
+    shadow = func.coalesce(R.shadow_cached_tokens, 0)
+    best_hit = case((R.cached_tokens >= shadow, R.cached_tokens), else_=shadow)
+    per_key = (
+        select(
+            R.tenant_id,
+            R.created_at,
+            R.prompt_tokens,
+            R.cached_tokens,
+            func.min(R.created_at).over(partition_by=key).label("first_seen"),
+            func.max(best_hit).over(partition_by=key).label("best"),
+            func.min(R.prompt_tokens).over(partition_by=key).label("shortest"),
+        )
+        .where(*clauses)
+        .subquery()
+    )
+    k = per_key.c
+    fractions = static_fractions(session, clauses, key, best_hit)
+    fraction = (
+        case(*((k.tenant_id == tid, f) for tid, f in fractions.items()), else_=DEFAULT_STATIC_FRACTION)
+        if fractions
+        else literal(DEFAULT_STATIC_FRACTION)
+    )
+    prefix = case((k.best > 0, k.best), else_=cast(k.shortest * fraction, Integer))
+    capped = case((k.prompt_tokens < prefix, k.prompt_tokens), else_=prefix)
+    gain = case((and_(k.created_at > k.first_seen, capped > k.cached_tokens), capped - k.cached_tokens), else_=0)
+    query = select(k.tenant_id, func.sum(k.cached_tokens + gain)).group_by(k.tenant_id)
+    return {tenant_id: int(total or 0) for tenant_id, total in session.execute(query)}
+
+
+def static_fractions(session: Session, clauses: list, key: tuple, best_hit) -> dict[int, float]:
+    """Per tenant: median (best hit / shortest prompt) over its static keys that ever hit."""
+    best = func.max(best_hit)
+    query = (
+        select(RequestLog.tenant_id, best, func.min(RequestLog.prompt_tokens))
+        .where(*clauses)
+        .group_by(*key)
+        .having(best > 0)
+    )
+    ratios: dict[int, list[float]] = {}
+    for tenant_id, best_tokens, shortest in session.execute(query):
+        ratios.setdefault(tenant_id, []).append(best_tokens / shortest)
+    return {tenant_id: min(1.0, statistics.median(values)) for tenant_id, values in ratios.items()}
+
+
+def prefill_ms_per_token(session: Session, since: datetime | None, until: datetime | None) -> float:
+    """The cost model 'prefill time ~ uncached tokens' fitted to the window: total TTFT over total
+    uncached prompt tokens of completed requests that prefilled something (0.0 when none did)."""
+    R = RequestLog
+    uncached = R.prompt_tokens - R.cached_tokens
+    query = select(func.sum(R.ttft_ms), func.sum(uncached)).where(
+        *window_filter(R.created_at, since, until), R.status == "ok", R.ttft_ms.is_not(None), uncached > 0
+    )
+    total_ms, total_tokens = session.execute(query).one()
+    return float(total_ms) / total_tokens if total_tokens else 0.0

@@ -1,0 +1,1 @@
+"""Cache analytics: the raw-order shadow index, miss attribution, Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""Pinned static prefixes: a tenant's hot prefixes held in the engine's cache."""

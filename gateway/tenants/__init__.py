@@ -1,0 +1,1 @@
+"""Tenants: the service under the admin API and CLI, key authentication cache, dynamic-content rules."""

@@ -1,0 +1,41 @@
+"""`radixgate doctor` on a seeded SQLite file: the rich report and the JSON name the known top cause."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.support.dashboard_seed import create_seeded_db
+from typer.testing import CliRunner
+
+from gateway.cli import app
+
+
+@pytest.fixture(scope="module")
+def seeded_url(tmp_path_factory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('doctor') / 'seeded.db'}"
+    create_seeded_db(url)
+    return url
+
+
+def test_doctor_report_puts_the_top_cause_first(seeded_url):
+    result = CliRunner().invoke(app, ["doctor", "--tenant", "globex", "--db", seeded_url])
+    assert result.exit_code == 0, result.output
+    assert "Fix first: Dynamic content in the prefix" in result.output
+    assert "date_iso" in result.output and "prefill speedup" in result.output
+
+
+def test_doctor_json_ranks_causes_with_shares(seeded_url):
+    result = CliRunner().invoke(app, ["doctor", "--tenant", "umbrella", "--db", seeded_url, "--json"])
+    assert result.exit_code == 0, result.output
+    diagnosis = json.loads(result.output)
+    assert [c["code"] for c in diagnosis["causes"]] == ["isolation"]
+    assert diagnosis["speedup"]["speedup"] == pytest.approx(3600 / 1200)
+
+
+def test_doctor_rejects_unknown_tenants_and_missing_files(seeded_url, tmp_path):
+    unknown = CliRunner().invoke(app, ["doctor", "--tenant", "nobody", "--db", seeded_url])
+    assert unknown.exit_code == 2 and "no tenant named 'nobody'" in unknown.output
+    missing = tmp_path / "missing.db"
+    result = CliRunner().invoke(app, ["doctor", "--tenant", "acme", "--db", f"sqlite:///{missing}"])
+    assert result.exit_code == 2 and not missing.exists()

@@ -1,0 +1,62 @@
+"""CPU linears on oneDNN-packed weights (float32, and bfloat16 where oneDNN has it): one row's bits never
+depend on the rows beside it."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.models.llama import linear
+from engine.kernels.cpu.packed_linear import PackedLinear, input_slices, packing_applies
+
+pytestmark = pytest.mark.skipif(not packing_applies(torch.float32, torch.device("cpu")),
+                                reason="this torch build has no oneDNN")
+
+
+DTYPES = [torch.float32] + ([torch.bfloat16] if packing_applies(torch.bfloat16, torch.device("cpu")) else [])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (3072, 576)])
+def test_every_row_gets_the_same_bits_in_any_batch(shape, dtype):
+    """Every row, not just the first: on AMX, bfloat16 products of 33+ rows round 1-15% of rows differently
+    from products of up to 32 rows (the measured row range keeps every product inside one kernel family)."""
+    gen = torch.Generator().manual_seed(0)
+    weight = (torch.randn(shape, generator=gen) * 0.05).to(dtype)
+    bias = torch.randn(shape[0], generator=gen).to(dtype)
+    packed = PackedLinear(weight)
+    x = torch.randn(1100, shape[1], generator=gen).to(dtype)
+    alone = torch.cat([linear(x[i:i + 1], packed, bias) for i in range(x.shape[0])])
+    for rows in (2, 3, 5, 8, 16, 24, 33, 47, 64, 100, 257, 500, 1024, 1100):
+        batched = torch.cat([linear(x[i:i + rows], packed, bias) for i in range(0, x.shape[0], rows)])
+        changed = (batched != alone).any(dim=1).nonzero().flatten().tolist()
+        assert not changed, f"{len(changed)} rows changed in batches of {rows} (rows per product {packed.rows})"
+    atol = 1e-4 if dtype == torch.float32 else 2e-2  # bfloat16 outputs keep 8 bits
+    assert torch.allclose(linear(x, packed, bias).float(), F.linear(x, weight, bias).float(), rtol=0.01, atol=atol)
+
+
+@pytest.mark.skipif(torch.bfloat16 not in DTYPES, reason="this CPU's oneDNN has no bfloat16")
+def test_bfloat16_weights_are_packed_whole():
+    """bfloat16 products accumulate in float32 inside oneDNN; slicing would round each slice to bfloat16."""
+    assert PackedLinear(torch.randn(576, 1536).bfloat16()).slices == [(0, 1536)]
+    assert len(PackedLinear(torch.randn(576, 1536)).slices) == 2
+
+
+
+@pytest.mark.parametrize(("in_features", "expected"), [
+    (576, [(0, 576)]), (768, [(0, 768)]), (1536, [(0, 768), (768, 1536)]),
+    (2000, [(0, 672), (672, 1344), (1344, 2000)]), (64, [(0, 64)])])
+def test_long_input_dimensions_are_cut_into_even_slices(in_features, expected):
+    assert input_slices(in_features) == expected
+
+
+def test_slicing_brings_a_long_product_closer_to_float64():
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.randn(576, 4096, generator=gen) * 0.05
+    x = torch.randn(64, 4096, generator=gen)
+    exact = F.linear(x.double(), weight.double())
+    sliced = PackedLinear(weight)(x).double()
+    whole = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(weight, 1024), None,
+                                                "none", [], "").double()
+    assert len(PackedLinear(weight).slices) > 1
+    rms = lambda y: (y - exact).pow(2).mean().sqrt().item()  # noqa: E731
+    assert rms(sliced) < rms(whole)

@@ -1,0 +1,113 @@
+"""ChatRun around a fake backend: one log row with RequestLog's columns, slot released once, early exits abort."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from gateway.chat.run import ChatRun
+from gateway.db.models import REQUEST_LOG_COLUMNS
+from gateway.canonicalize import canonicalize
+from gateway.chat.prepare import PreparedRequest
+from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.chat.schemas import ChatCompletionRequest
+from gateway.settings import Settings
+from gateway.state import GatewayState, TenantLimits
+
+
+class RecordingLog:
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def enqueue(self, row: dict) -> None:
+        self.rows.append(row)
+
+
+class FakeBackend:
+    """Yields `num_chunks` one-token chunks then a final one; records aborts and early closes."""
+
+    name = "fake"
+
+    def __init__(self, num_chunks: int = 3, delay_s: float = 0.0) -> None:
+        self.num_chunks = num_chunks
+        self.delay_s = delay_s
+        self.aborted: list[str] = []
+
+    def is_healthy(self) -> bool:
+        return True
+
+    def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
+
+    async def stream(self, prompt, params, namespace, request_id):
+        is_finished = False
+        try:
+            for i in range(self.num_chunks):
+                await asyncio.sleep(self.delay_s)
+                yield BackendChunk(text=f"t{i}", token_ids=(i,))
+            is_finished = True
+            yield BackendChunk(finish_reason="stop", usage=BackendUsage(10, 4, self.num_chunks, 0.01, 0.02))
+        finally:
+            if not is_finished:
+                self.abort(request_id)
+
+
+def make_run(backend: FakeBackend) -> tuple[ChatRun, GatewayState, RecordingLog]:
+    log = RecordingLog()
+    gw = GatewayState(settings=Settings(), db_engine=None, session_factory=None, log_writer=log,
+                      tenant_limits=TenantLimits(4))
+    tenant = SimpleNamespace(id=7, name="acme", cache_group=None, max_concurrency=None)
+    body = ChatCompletionRequest(model="default", messages=[{"role": "user", "content": "hi"}])
+    run = ChatRun(gw=gw, caller=SimpleNamespace(tenant=tenant, api_key_id=3), body=body, request_id="chatcmpl-x")
+    assert gw.tenant_limits.try_acquire(7, None)
+    run.holds_slot = True
+    sections = canonicalize(body.body_dict())
+    prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
+    run.prepared = PreparedRequest(prompt, GenerationParams(), sections, prompt.token_ids, {}, "chat", None, True)
+    run.namespace = "tenant:7|m"
+    return run, gw, log
+
+
+async def drain(run: ChatRun) -> str:
+    return "".join([chunk.text async for chunk in run.chunks()])
+
+
+async def test_finished_run_writes_one_row_with_request_log_columns_and_releases_its_slot():
+    backend = FakeBackend()
+    run, gw, log = make_run(backend)
+    run.open(backend, None)
+    await run.prefetch()
+    assert await drain(run) == "t0t1t2"
+    run.finish()
+    run.finish()
+    assert len(log.rows) == 1 and set(log.rows[0]) <= REQUEST_LOG_COLUMNS
+    row = log.rows[0]
+    assert (row["tenant_id"], row["api_key_id"], row["backend"], row["status"]) == (7, 3, "fake", "ok")
+    assert (row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == (10, 4, 3)
+    assert row["system_hash"] and row["question_hash"] and row["template"] == "chat"
+    assert row["ttft_ms"] == 10.0 and gw.tenant_limits.num_active(7) == 0 and backend.aborted == []
+
+
+async def test_finishing_before_the_backend_is_done_aborts_it():
+    backend = FakeBackend(num_chunks=50)
+    run, gw, log = make_run(backend)
+    run.open(backend, None)
+    await run.prefetch()
+    run.fail("client_disconnected")
+    run.finish()
+    await asyncio.gather(*gw.background_tasks)
+    assert backend.aborted == ["chatcmpl-x"]
+    assert log.rows[0]["status"] == "error" and log.rows[0]["error_code"] == "client_disconnected"
+
+
+async def test_disconnect_watcher_aborts_the_backend_request():
+    class GoneRequest:
+        async def is_disconnected(self) -> bool:
+            return True
+
+    backend = FakeBackend(num_chunks=50, delay_s=0.01)
+    run, gw, log = make_run(backend)
+    run.open(backend, GoneRequest())
+    await asyncio.sleep(0.05)
+    assert backend.aborted == ["chatcmpl-x"] and run.error_code == "client_disconnected"
+    run.finish()
