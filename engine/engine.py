@@ -1,12 +1,14 @@
 """Engine: the public library API over one step thread (a background one, or the caller's: run_here).
 
 Threads: callers (asyncio or plain threads) only validate, build a Request
-and put a command on the inbox; the step thread alone touches the
-scheduler, the radix cache and the pool. Outputs go back through each
+and put a command (engine.commands) on the inbox; the step thread alone
+schedules, runs the forward and postprocesses. Outputs go back through each
 request's emit callback (loop.call_soon_threadsafe for asyncio callers).
-Short cache queries from other threads (stats, unpin, pin quota) take
-self._lock, which the step thread holds everywhere except during the
-forward itself.
+Short cache queries and changes from other threads (stats, pin_info, unpin,
+set_pin_quota, flush_cache) take self._lock, which the step thread holds while
+it applies commands, schedules and postprocesses, and releases during the
+forward and while it waits for work (engine.engine_core says what the lock
+guards).
 
 The loop never dies on a bad request: when a batched forward raises, its
 sequences are rerun one by one and only those that still raise are failed
@@ -24,6 +26,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 
+from engine.commands import AbortRequest, AddRequest, CallOnStepThread, Wake
 from engine.config import EngineConfig
 from engine.engine_core import EngineCore
 from engine.errors import EngineOverloadedError, PromptTooLongError
@@ -59,7 +62,7 @@ class Engine:
 
     # ---- lifecycle ----------------------------------------------------
     def start(self) -> "Engine":
-        """Run the step loop on a background thread (see run_here for the faster main-thread mode)."""
+        """Run the step loop on a background thread (run_here runs it on the calling thread instead)."""
         if not self.is_running:
             self._is_stopping.clear()
             self._loop_done.clear()
@@ -75,7 +78,7 @@ class Engine:
         Meant for the process's main thread when it has nothing else to do (`radixgate serve`, the
         benches). torch's CPU threads are OpenMP threads, and libgomp cuts its spin-waiting short
         as soon as more threads use it than there are cores, which any thread but the main one
-        does: on the 2-core box the same forwards ran ~1.6x slower on a side thread.
+        does, so CPU forwards run slower on a side thread (docs/performance.md).
         """
         if self.is_running:
             raise RuntimeError("the engine's step loop is already running")
@@ -96,7 +99,7 @@ class Engine:
                 self._thread = None
             return
         self._is_stopping.set()
-        self._inbox.put(("wake",))
+        self._inbox.put(Wake())
         if threading.current_thread() is self._loop_thread:
             return  # from an emit callback: the loop stops after this step
         self._loop_done.wait()
@@ -135,7 +138,7 @@ class Engine:
         request_id = request_id or uuid.uuid4().hex
         req = self._core.make_request(request_id, token_ids, params, namespace or self.config.default_namespace, emit)
         self._core.count_waiting(+1)
-        self._inbox.put(("add", req))
+        self._inbox.put(AddRequest(req))
         return request_id
 
     def _validate(self, token_ids: list[int], params: SamplingParams) -> None:
@@ -203,7 +206,7 @@ class Engine:
 
     def abort(self, request_id: str) -> None:
         """Abort a request wherever it is; everything it held goes back. Unknown ids are ignored."""
-        self._inbox.put(("abort", request_id))
+        self._inbox.put(AbortRequest(request_id))
 
     # ---- pins ---------------------------------------------------------
     async def pin(self, namespace: str, token_ids: list[int]) -> str:
@@ -214,7 +217,7 @@ class Engine:
         future: Future = Future()
         token_ids = [int(t) for t in token_ids]
         self._validate(token_ids, SamplingParams(max_tokens=0))
-        self._inbox.put(("call", lambda: self._core.start_pin(namespace, token_ids, future)))
+        self._inbox.put(CallOnStepThread(lambda: self._core.start_pin(namespace, token_ids, future)))
         return future
 
     def unpin(self, pin_id: str) -> None:

@@ -1,8 +1,21 @@
 """EngineCore: what the step thread drives — scheduler, cache, runner — and its counters.
 
-The step is three moves (schedule, forward, postprocess); the lock is held
-around the first and the last so other threads may read stats or change
-pins between steps, never during a cache mutation.
+The step is three moves (schedule, forward, postprocess). The engine lock (an
+RLock that Engine creates and shares) guards the scheduler, the radix cache and
+its pins, the pool's free list and reference counts, and the step and token
+counters:
+
+  * the step thread holds it while it applies an inbox command (handle), while it
+    schedules and builds the batch, while it postprocesses (emit callbacks run
+    there, so they may call back into the engine: the lock is reentrant), and
+    while it fails requests or aborts everything at the end of the loop;
+  * it does NOT hold it during the forward, while it waits on the inbox, or while
+    it sleeps: other threads then take it for stats, pin queries, unpin, pin
+    quotas and flush_cache. They may change the tree meanwhile, but never free a
+    page the forward writes: a scheduled request holds a lock on its tree path and
+    a reference on each of its own pages;
+  * make_request runs on the submitting thread without it (it builds a new
+    Request and reads no mutable state); the waiting count has its own lock.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ import torch
 
 from engine.batch_builder import build_forward_batch
 from engine.cache_manager import CacheManager
+from engine.commands import AbortRequest, AddRequest, CallOnStepThread, Command, Wake
 from engine.config import EngineConfig
 from engine.detokenizer import Detokenizer
 from engine.errors import EngineError
@@ -29,7 +43,11 @@ logger = logging.getLogger(__name__)
 
 
 class EngineCore:
-    """Step-thread state. Every method except count_waiting/num_waiting runs under the engine lock."""
+    """Step-thread state (see the module docstring for who holds the lock when).
+
+    On the step thread: handle, step, abort_all and the pin methods. From any thread: make_request,
+    count_waiting / num_waiting, and stats (with the engine lock held by the caller).
+    """
 
     def __init__(self, config: EngineConfig, runner, lock: threading.RLock, eos_token_ids: frozenset[int]) -> None:
         self.config = config
@@ -85,14 +103,19 @@ class EngineCore:
     def has_work(self) -> bool:
         return self.scheduler.has_work
 
-    def handle(self, command: tuple) -> None:
-        kind = command[0]
-        if kind == "add":
-            self.scheduler.add_request(command[1])
-        elif kind == "abort":
-            self.scheduler.abort(command[1])
-        elif kind == "call":
-            command[1]()
+    def handle(self, command: Command) -> None:
+        """Apply one inbox command (engine.commands); the caller holds the engine lock."""
+        match command:
+            case AddRequest(request):
+                self.scheduler.add_request(request)
+            case AbortRequest(request_id):
+                self.scheduler.abort(request_id)
+            case CallOnStepThread(fn):
+                fn()
+            case Wake():
+                pass
+            case _:
+                raise TypeError(f"unknown engine command {command!r} (of type {type(command).__name__})")
 
     # ---- the step -----------------------------------------------------
     def step(self) -> bool:

@@ -52,10 +52,6 @@ class ForwardBatch:
     def num_seqs(self) -> int:
         return len(self.seq_q_lens)
 
-    @property
-    def is_decode_only(self) -> bool:
-        return all(q == 1 for q in self.seq_q_lens)
-
     def resolve_logit_rows(self) -> list[int]:
         return list(range(self.num_seqs)) if self.logit_rows is None else list(self.logit_rows)
 

@@ -50,7 +50,7 @@ def page_ids_to_bytes(pages) -> bytes:
 
 
 def _as_index(page_bytes: bytes) -> np.ndarray:
-    """int32 page-id bytes as an intp index array (numpy indexes with intp several times faster)."""
+    """int32 page-id bytes as an intp index array (numpy's native index type: indexing converts nothing)."""
     return np.frombuffer(page_bytes, dtype=np.int32).astype(np.intp)
 
 

@@ -275,6 +275,3 @@ class RadixCache(RadixEviction, RadixPins):
             "num_pins": len(self._pins),
             "namespaces": {ns: s.as_dict() for ns, s in self._namespaces.items()},
         }
-
-    def namespaces(self) -> list[Hashable]:
-        return list(self._namespaces)

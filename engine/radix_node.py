@@ -40,14 +40,6 @@ class RadixNode:
         self.pin_ref = 0
         self.last_access = last_access
 
-    @property
-    def num_pages(self) -> int:
-        return len(self.pages) >> 2 if self.pages is not None else 0
-
-    @property
-    def is_evicted(self) -> bool:
-        return self.pages is None
-
     def __repr__(self) -> str:
         return f"RadixNode(tokens={len(self.key) >> 2}, lock={self.lock_ref}, pin={self.pin_ref})"
 

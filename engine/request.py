@@ -103,13 +103,9 @@ class Request:
     def num_outputs(self) -> int:
         return self.num_tokens - self.num_prompt_tokens
 
-    @property
-    def is_finished(self) -> bool:
-        return self.status is RequestStatus.FINISHED
-
     def prompt_blocks(self, page_size: int) -> list[bytes]:
         """The prompt's full pages as bytes keys (computed once; for tree-shaped policies)."""
-        if getattr(self, "_blocks", None) is None:
+        if self._blocks is None:
             data = self.prompt_array[: len(self.prompt_array) // page_size * page_size]
             self._blocks = [block.tobytes() for block in data.reshape(-1, page_size)]
         return self._blocks

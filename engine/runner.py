@@ -1,7 +1,8 @@
 """ModelRunner: one forward of a ragged ForwardBatch over the paged KV pool -> last-token logits.
 
 The runner owns the model weights (laid out once, in ``dtype`` on ``device``)
-and an attention backend bound to the pool. It never allocates pool pages:
+and an attention backend bound to the pool (both chosen by engine.kernels). It
+never allocates pool pages:
 the caller (the scheduler) decides the slots and passes them in the batch::
 
     runner = ModelRunner.from_spec("smollm2-135m", dtype="float32", num_pages=1024, page_size=16)
@@ -11,10 +12,10 @@ the caller (the scheduler) decides the slots and passes them in the batch::
     # next step: the new token's slot is appended to the sequence's slots
     logits = runner.forward(make_forward_batch([[next_id]], [all_slots_including_the_new_one]))
 
-dtype: None/"auto" is bfloat16 on CUDA; on a CPU it is chosen by measurement
-(engine.kernels.cpu.dtype_probe: bfloat16 only where the CPU has it natively and its
-linears time clearly faster than float32's there). Correctness tests and
-output-equality checks against transformers pass ``dtype="float32"``.
+dtype: None/"auto" is engine.kernels.choose_dtype(device): bfloat16 on CUDA; on
+a CPU, bfloat16 only where the CPU has it natively and its linears time clearly
+faster than float32's there. Correctness tests and output-equality checks
+against transformers pass ``dtype="float32"``.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ import os
 
 import torch
 
-from engine.attention import PagedAttention
-from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
 from engine.forward_batch import ForwardBatch
+from engine.kernels import choose_dtype, make_attention
 from engine.models.llama import LlamaModel, ModelShape
 
 SUPPORTED_MODEL_TYPES = {"llama", "mistral", "qwen2", "smollm", "smollm2"}
@@ -38,28 +38,17 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """None/"auto" -> bfloat16 on CUDA; on a CPU, the faster of the two by measurement (see the module docstring)."""
+    """A torch dtype, or its name ("float32"/"fp32", "bfloat16"/"bf16", "float16"/"fp16"); None/"auto" ->
+    engine.kernels.choose_dtype(device). Raises ValueError for any other name."""
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype is None or dtype == "auto":
-        return torch.bfloat16 if device.type != "cpu" else choose_cpu_dtype()
+        return choose_dtype(device)
     names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
              "float16": torch.float16, "fp16": torch.float16}
     if dtype not in names:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(names)}")
     return names[dtype]
-
-
-def make_attention(pool, shape: ModelShape, device: torch.device):
-    """FlashInfer on CUDA when importable, torch SDPA otherwise."""
-    if device.type == "cuda":
-        try:
-            from engine.kernels.cuda.flashinfer_attention import FlashInferAttention
-
-            return FlashInferAttention(pool, shape.num_heads, shape.num_kv_heads, shape.head_dim, device)
-        except ImportError:
-            pass
-    return PagedAttention(pool, shape.num_heads, shape.num_kv_heads, shape.head_dim)
 
 
 class ModelRunner:
@@ -75,7 +64,8 @@ class ModelRunner:
         self.pool = pool
         self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device)
         self.shape = self.model.shape
-        self.attention = make_attention(pool, self.shape, self.device)
+        self.attention = make_attention(pool, self.shape.num_heads, self.shape.num_kv_heads, self.shape.head_dim,
+                                        self.device)
         self._check_pool(pool)
 
     def _check_pool(self, pool) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from engine.batch_builder import ScheduledChunk
-from engine.cache_manager import CacheManager, ceil_div
+from engine.cache_manager import CacheManager
 from engine.config import EngineConfig
 from engine.errors import EngineError, OutOfPagesError
 from engine.policy import order_waiting
@@ -242,6 +242,3 @@ class Scheduler:
         req.error = error
         req.finish_reason = "abort"
         self.finish(req)
-
-    def num_pages_needed(self, num_tokens: int) -> int:
-        return ceil_div(num_tokens, self.page_size)

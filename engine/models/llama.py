@@ -4,7 +4,9 @@ Weights come from a transformers state dict (HF names) and are re-laid out
 once: q/k/v fused into one matrix (plus Qwen2's q/k/v bias), gate/up fused into
 one matrix, the LM head tied to the embeddings when the config says so.
 All linear layers run over all T new tokens of the ragged batch at once; only
-attention looks at sequence boundaries (engine.attention).
+attention looks at sequence boundaries. Which kernels run the linears and the
+attention is engine.kernels' choice (the seam): this module only lays out the
+weights and calls them.
 """
 
 from __future__ import annotations
@@ -14,25 +16,20 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.attention import AttentionPlan, PagedAttention
-from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
+from engine.kernels import Attention, Linear, make_linear
 from engine.models.rope import RotaryTable, apply_rotary
-
-Weight = torch.Tensor | PackedLinear
 
 
 @dataclass
 class LayerWeights:
+    """One decoder layer; each Linear holds its weight (shape below) and its bias, if the checkpoint has one."""
+
     input_norm: torch.Tensor  # (hidden,)
-    qkv: Weight  # ((H + 2 * KVH) * D, hidden)
-    qkv_bias: torch.Tensor | None  # ((H + 2 * KVH) * D,)
-    o_proj: Weight  # (hidden, H * D)
-    o_bias: torch.Tensor | None
+    qkv: Linear  # ((H + 2 * KVH) * D, hidden), Qwen2's q/k/v bias fused likewise
+    o_proj: Linear  # (hidden, H * D)
     post_norm: torch.Tensor  # (hidden,)
-    gate_up: Weight  # (2 * intermediate, hidden)
-    down: Weight  # (hidden, intermediate)
-    gate_up_bias: torch.Tensor | None
-    down_bias: torch.Tensor | None
+    gate_up: Linear  # (2 * intermediate, hidden)
+    down: Linear  # (hidden, intermediate)
 
 
 @dataclass(frozen=True)
@@ -78,16 +75,6 @@ def layer_windows(config) -> list[int | None]:
     return [None] * num_layers
 
 
-def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """F.linear (or a PackedLinear), but a single row runs as two: a one-row product takes a gemv
-    kernel that rounds differently, and each row's result must not depend on how many rows share the batch."""
-    if isinstance(weight, PackedLinear):
-        return weight(x, bias)  # it keeps the one-row rule itself, for each piece
-    if x.shape[0] == 1:
-        return F.linear(x.expand(2, -1).contiguous(), weight, bias)[:1]
-    return F.linear(x, weight, bias)
-
-
 def activation(config):
     name = getattr(config, "hidden_act", "silu")
     if name in ("silu", "swish"):
@@ -111,10 +98,9 @@ class LlamaModel:
         self.embed = get("model.embed_tokens.weight")  # (vocab, hidden)
         self.norm = get("model.norm.weight")
         has_head = "lm_head.weight" in state_dict and not self.shape.is_tied
-        self.lm_head = get("lm_head.weight") if has_head else self.embed
         self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
-        if packing_applies(dtype, self.device):
-            self._pack_linears()
+        # a tied head reads the embedding matrix; the lookup keeps using self.embed
+        self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed)
         max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
         self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)
 
@@ -131,23 +117,13 @@ class LlamaModel:
             gate_up_bias = torch.cat([get("mlp.gate_proj.bias"), get("mlp.up_proj.bias")]).contiguous()
         return LayerWeights(
             input_norm=get("input_layernorm.weight").contiguous(),
-            qkv=torch.cat([get(n + ".weight") for n in qkv_names]).contiguous(),
-            qkv_bias=qkv_bias,
-            o_proj=get("self_attn.o_proj.weight").contiguous(),
-            o_bias=opt("self_attn.o_proj.bias"),
+            qkv=make_linear(torch.cat([get(n + ".weight") for n in qkv_names]).contiguous(), qkv_bias),
+            o_proj=make_linear(get("self_attn.o_proj.weight").contiguous(), opt("self_attn.o_proj.bias")),
             post_norm=get("post_attention_layernorm.weight").contiguous(),
-            gate_up=torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous(),
-            down=get("mlp.down_proj.weight").contiguous(),
-            gate_up_bias=gate_up_bias,
-            down_bias=opt("mlp.down_proj.bias"),
+            gate_up=make_linear(torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous(),
+                                gate_up_bias),
+            down=make_linear(get("mlp.down_proj.weight").contiguous(), opt("mlp.down_proj.bias")),
         )
-
-    def _pack_linears(self) -> None:
-        """Lay every linear weight out once for oneDNN (see engine.kernels.cpu.packed_linear)."""
-        for layer in self.layers:
-            for name in ("qkv", "o_proj", "gate_up", "down"):
-                setattr(layer, name, PackedLinear(getattr(layer, name)))
-        self.lm_head = PackedLinear(self.lm_head)  # a tied head keeps self.embed for the embedding lookup
 
     def rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, (x.shape[-1],), weight, self.shape.rms_norm_eps)
@@ -156,8 +132,8 @@ class LlamaModel:
         self,
         input_ids: torch.Tensor,  # (T,) long
         positions: torch.Tensor,  # (T,) long
-        attention: PagedAttention,
-        plans: list[AttentionPlan],  # one per layer (layers with the same window share one)
+        attention: Attention,
+        plans: list,  # attention.plan(...) per layer (layers with the same window share one)
         logit_index: torch.Tensor,  # (num_rows,) long: tokens whose logits are returned
     ) -> torch.Tensor:
         """Run all layers over the T new tokens; returns float32 logits (num_rows, vocab)."""
@@ -168,16 +144,16 @@ class LlamaModel:
         hidden = F.embedding(input_ids, self.embed)  # (T, hidden)
         for i, layer in enumerate(self.layers):
             x = self.rms_norm(hidden, layer.input_norm)
-            qkv = linear(x, layer.qkv, layer.qkv_bias)  # (T, (H + 2 KVH) D)
+            qkv = layer.qkv(x)  # (T, (H + 2 KVH) D)
             qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
             qk = apply_rotary(qk, cos, sin)
             q, k = qk[:, : s.num_heads], qk[:, s.num_heads :]
             v = qkv[:, q_width + kv_width :].view(num_tokens, s.num_kv_heads, s.head_dim)
             attn = attention.forward(i, q, k, v, plans[i])  # (T, H D)
-            hidden = hidden + linear(attn, layer.o_proj, layer.o_bias)
+            hidden = hidden + layer.o_proj(attn)
             x = self.rms_norm(hidden, layer.post_norm)
-            gate_up = linear(x, layer.gate_up, layer.gate_up_bias)  # (T, 2 I)
+            gate_up = layer.gate_up(x)  # (T, 2 I)
             gate, up = gate_up.chunk(2, dim=-1)
-            hidden = hidden + linear(self.act(gate) * up, layer.down, layer.down_bias)
+            hidden = hidden + layer.down(self.act(gate) * up)
         last = self.rms_norm(hidden.index_select(0, logit_index), self.norm)
-        return linear(last, self.lm_head).float()
+        return self.lm_head(last).float()

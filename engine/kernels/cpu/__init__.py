@@ -1,1 +1,5 @@
-"""CPU kernels: oneDNN-packed linears with measured row ranges, the bfloat16-or-float32 probe, CPU facts."""
+"""CPU kernels: oneDNN-packed linears within measured row ranges, the bfloat16-or-float32 probe, CPU facts.
+
+Imported through engine.kernels (the seam); inside, imports run one way:
+cpu_info, row_range <- packed_linear <- dtype_probe.
+"""

@@ -1,9 +1,17 @@
-"""The CPU's per-core L2 cache size, read from Linux's sysfs (None elsewhere)."""
+"""Facts about this CPU that the kernels adapt to, read at first use (never at import).
+
+  * l2_cache_bytes(): the per-core L2 size from Linux's sysfs (None elsewhere, or when unreadable);
+    read once per process.
+  * cpu_has_native_bfloat16(): AVX512-BF16 or AMX, as torch reports them; without either,
+    bfloat16 matmuls are emulated.
+"""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+
+import torch
 
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 UNITS = {"K": 1024, "M": 1024 * 1024}
@@ -19,3 +27,8 @@ def l2_cache_bytes() -> int | None:
         except (OSError, ValueError):
             return None
     return None
+
+
+def cpu_has_native_bfloat16() -> bool:
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)

@@ -1,15 +1,14 @@
-"""The CPU default dtype, chosen by measurement: bfloat16 only where its linears run clearly faster.
+"""The CPU's "auto" dtype: bfloat16 only where its linears run clearly faster than float32's on this CPU.
 
-A CPU flag does not settle it. Four 2-core machines, SmolLM2-135M:
-  * AMD EPYC with AVX512-BF16: bfloat16 prefilled 2.3x and decoded 1.5-2.7x faster than float32;
-  * Intel Xeon with AVX512-BF16 but no AMX exposed (a VM): oneDNN's bfloat16 kernel ran linears at
-    ~0.55x of packed float32, and the cold-group RAG bench took 13.7 s in bfloat16 against 9.9 s;
-  * AVX2-only EPYC: bfloat16 is emulated, 146 s against 13 s;
-  * Sapphire Rapids Xeon with AMX (a VM): bfloat16 linears ran at 1.3-3 TFLOPS, several times float32.
-So ``auto`` on a CPU with native bfloat16 times one linear of each dtype, at a prefill-sized and a
-decode-sized batch, the way the model runs them (on oneDNN-packed weights), and takes
-bfloat16 only when it wins by ``MIN_SPEEDUP``; the margin keeps a noisy run from flipping the choice
-between starts. Without native bfloat16 nothing is timed.
+A CPU flag does not settle it. Without native bfloat16 (engine.kernels.cpu.cpu_info)
+bfloat16 is emulated, so the answer is float32 and nothing is timed. With it,
+oneDNN's bfloat16 linears may still run slower than packed float32 ones on some
+CPUs (docs/performance.md lists the machines). So ``auto`` on a CPU with native
+bfloat16 times one linear of each dtype, at a prefill-sized and a decode-sized
+batch, the way the model runs them (on oneDNN-packed weights), and takes
+bfloat16 only when it wins by ``MIN_SPEEDUP``; the margin keeps a noisy timing
+from flipping the choice between starts. The probe runs at first use and its
+verdict is cached per process and thread count.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from engine.kernels.cpu.cpu_info import cpu_has_native_bfloat16
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 
 logger = logging.getLogger(__name__)
@@ -33,14 +33,8 @@ PROBE_REPEATS = 3
 PROBE_ROWS_PER_TIMING = 512
 
 
-def cpu_has_native_bfloat16() -> bool:
-    """AVX512-BF16 or AMX: without them, bfloat16 matmuls are emulated and an order of magnitude slower."""
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-
-
 def choose_cpu_dtype() -> torch.dtype:
-    """float32, or bfloat16 where the CPU has it natively and it measures at least MIN_SPEEDUP faster."""
+    """float32, or bfloat16 where the CPU has it natively and its linears time at least MIN_SPEEDUP faster."""
     if not cpu_has_native_bfloat16():
         return torch.float32
     return measured_cpu_dtype(torch.get_num_threads())
@@ -48,7 +42,7 @@ def choose_cpu_dtype() -> torch.dtype:
 
 @functools.cache
 def measured_cpu_dtype(num_threads: int) -> torch.dtype:
-    """The probe's verdict, measured and logged once per process and thread count."""
+    """The probe's verdict, timed and logged once per process and thread count."""
     speedup = bfloat16_speedup()
     dtype = torch.bfloat16 if speedup >= MIN_SPEEDUP else torch.float32
     logger.info("auto dtype on this CPU: %s (bfloat16 linears measured %.2fx the speed of float32 on %d "

@@ -1,30 +1,32 @@
-"""How many rows one packed product takes, measured, so that a row's bits never depend on its batch.
+"""How many rows one packed product takes, so that a row's bits never depend on its batch.
 
-oneDNN picks a matmul's blocking by its shape, the number of rows included. On
-AVX-512 and AVX2 machines (float32, and AVX512-BF16 bfloat16) the packed weight
-gave a row the same bits at every row count from 2 to 1,100 (a lone row takes a
-gemv kernel, so it runs as two). On a 2-core Sapphire Rapids Xeon with AMX,
-bfloat16 did not: products of 2-32 rows agreed with each other, products of
-33-256 rows agreed with each other (64-255 for the 1,536-wide down projection),
-and the two families (and ~300+ rows) rounded 1-15% of the rows differently. A
-cache hit would then change an answer: a question computed in a 24-token decode
-batch and in a 1,059-token suffix step came out different.
+oneDNN picks a matmul's blocking by its shape, the number of rows included.
+Where every blocking gives a row the same bits, a product may take any number
+of rows (``ANY``; a lone row runs as two, since a one-row product takes a gemv
+kernel that rounds differently). Where it does not (bfloat16 on AMX: products
+of a few rows and products of a few hundred rows form families that round some
+rows differently), a cache hit would change an answer: the same question
+computed in a small decode batch and in a long suffix step would come out
+different.
 
 So a PackedLinear runs every product with between ``min_rows`` and ``max_rows``
 rows: a batch larger than ``max_rows`` is cut into even pieces, a smaller one
 than ``min_rows`` is padded with zero rows. The range is the first of
-CANDIDATES that measured invariant in this process: random rows multiplied in
-calls of many sizes must all give every row the same bits. Order of preference:
-no limit; then 33-256 or 64-256/128 rows (on that Xeon 1,024 rows ran 2x faster
-in pieces of 256 than of 32; the padding costs a batch-1 decode step ~3 ms);
-then ever smaller pieces. The probe runs once per weight shape, dtype and
-thread count, on random weights: the kernel depends on the shape, not the values.
+``CANDIDATES`` under which random rows, multiplied in calls of many sizes, all
+give every row the same bits in this process. Candidates go from the most
+efficient to the safest: no limit; then ranges up to 256 rows (large batches
+run in large pieces, small ones are padded up to the family's lower bound);
+then ever smaller pieces. The probe runs at first use, once per weight shape,
+dtype and thread count, on random weights: the kernel depends on the shape, not
+the values. This module only measures: the product under test comes from its
+caller (``invariant_row_range(build, ...)``), so it imports no kernel.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -41,7 +43,8 @@ ANY = RowRange(2, None)  # a lone row runs as two: a one-row product takes a gem
 CANDIDATES = (ANY, RowRange(33, 256), RowRange(64, 256), RowRange(64, 128), RowRange(2, 32), RowRange(2, 16),
               RowRange(2, 8), RowRange(2, 4), RowRange(2, 2))
 PROBE_ROWS = 1100  # above the default step budget of 1,024 tokens (+1/16 for a chunk's short tail)
-# call sizes, the likeliest to disagree first: kernel changes were seen at 33, 64, ~300, ~500 and ~1,000 rows
+# call sizes, the likeliest to disagree first: oneDNN's kernel has been seen to change at 33, 64, ~300, ~500
+# and ~1,000 rows (docs/performance.md)
 CALL_SIZES = (33, 1100, 257, 64, 24, 512, 1024, 300, 100, 48, 5, 3, 2, 17, 8, 1)
 CALLS_PER_SIZE = 8  # a small size is checked on this many calls, not on every probe row
 REFERENCE_SIZE = 16
@@ -63,13 +66,13 @@ def split_rows(num_rows: int, max_rows: int | None) -> list[tuple[int, int]]:
 
 
 @functools.cache
-def invariant_row_range(out_features: int, in_features: int, dtype: torch.dtype, num_threads: int) -> RowRange:
-    """The first candidate under which every row of a packed product gets the same bits in any batch (cached per
-    shape, dtype and thread count: oneDNN's blocking depends on all three)."""
-    from engine.kernels.cpu.packed_linear import PackedLinear
-
+def invariant_row_range(build: Callable, out_features: int, in_features: int, dtype: torch.dtype,
+                        num_threads: int) -> RowRange:
+    """The first candidate under which every row of a ``build(weight, rows=ANY)`` product gets the same bits in
+    any batch (cached per product type, shape, dtype and thread count: oneDNN's blocking depends on all of them).
+    ``build`` is the product's class (PackedLinear); its instances must take a settable ``rows``."""
     gen = torch.Generator().manual_seed(0)
-    linear = PackedLinear((torch.randn(out_features, in_features, generator=gen) * 0.05).to(dtype), rows=ANY)
+    linear = build((torch.randn(out_features, in_features, generator=gen) * 0.05).to(dtype), rows=ANY)
     rows = first_invariant_range(linear, torch.randn(PROBE_ROWS, in_features, generator=gen).to(dtype))
     name = f"{str(dtype).removeprefix('torch.')} linears of shape {out_features}x{in_features}"
     if rows == CANDIDATES[-1]:

@@ -1,6 +1,6 @@
 """Paged attention with FlashInfer on CUDA (imported only when ``flashinfer`` is installed).
 
-Same contract as engine.attention.PagedAttention (``plan`` once per forward,
+Same contract as engine.kernels.paged_attention.PagedAttention (``plan`` once per forward,
 ``forward`` per layer). The slot-indexed pool is viewed as pages of ONE token,
 ``(num_slots, 1, num_kv_heads, head_dim)`` in FlashInfer's NHD layout, so a
 sequence's page table is simply its slot list: correct for any slot layout the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import flashinfer  # noqa: F401  (ImportError here selects the SDPA backend)
+import flashinfer  # an ImportError here makes engine.kernels.make_attention fall back to PagedAttention
 import torch
 
 from engine.forward_batch import ForwardBatch

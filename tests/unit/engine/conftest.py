@@ -1,15 +1,9 @@
-"""Fixtures for the engine unit tests: engines over a fake runner (see fake_runner.py)."""
-
-import sys
-from pathlib import Path
+"""Fixtures for the engine unit tests: engines over a fake runner (tests/support/fake_runner.py)."""
 
 import pytest
+from tests.support.fake_runner import FakeRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from tests.support.fake_runner import FakeRunner  # noqa: E402
-
-from engine import Engine, EngineConfig  # noqa: E402
+from engine import Engine, EngineConfig
 
 
 @pytest.fixture

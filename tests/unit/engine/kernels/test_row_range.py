@@ -31,7 +31,7 @@ class BatchSensitiveLinear:
 
 @pytest.mark.parametrize(("switches", "expected"), [
     ((None, None), ANY),  # one kernel for every size
-    ((32, 300), RowRange(33, 256)),  # the Sapphire Rapids case: 2-32 and 33-300 are two families
+    ((32, 300), RowRange(33, 256)),  # bfloat16 on AMX: 2-32 and 33-300 rows are two families
     ((32, 200), RowRange(64, 128)),
     ((40, 200), RowRange(64, 128)),
     ((32, 100), RowRange(2, 32)),  # 64-256 is not one family: small pieces

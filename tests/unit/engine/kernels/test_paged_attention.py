@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from engine.attention import PagedAttention
-from engine.attention_plan import BLOCK, MAX_PIECE, length_bucket
 from engine.forward_batch import make_forward_batch
+from engine.kernels.attention_plan import BLOCK, MAX_PIECE, length_bucket
+from engine.kernels.paged_attention import PagedAttention, tile_rows
 
 KVH, G, D, NUM_SLOTS = 3, 3, 16, 4096
 
@@ -134,3 +134,9 @@ def test_a_scattered_shared_prefix_is_gathered_and_gives_the_bits_of_a_contiguou
 def test_short_units_double_up_to_16_queries_then_grow_by_16():
     lengths = [1, 2, 3, 5, 9, 16, 17, 33, 46, 48, 49, 64]
     assert [length_bucket(n) for n in lengths] == [1, 2, 4, 8, 16, 16, 32, 48, 48, 48, 64, 64]
+
+
+@pytest.mark.parametrize(("l2_bytes", "expected"), [(None, 384), (1 << 20, 384), (2 << 20, 768), (512 << 10, 256),
+                                                    (1280 << 10, 448), (64 << 20, 1536)])
+def test_tiles_hold_384_query_rows_per_mib_of_l2(l2_bytes, expected):
+    assert tile_rows(l2_bytes) == expected

@@ -2,9 +2,9 @@
 
 The pool stores K and V slot-indexed, ``(num_slots, num_kv_heads, head_dim)``
 per layer. Each forward first builds one ``AttentionPlan`` from the
-ForwardBatch (engine.attention_plan: groups, index tensors, masks, shared by
-all layers); then every layer calls ``PagedAttention.forward``, which writes
-the new K/V at ``out_slots`` and attends each group.
+ForwardBatch (engine.kernels.attention_plan: groups, index tensors, masks,
+shared by all layers); then every layer calls ``PagedAttention.forward``, which
+writes the new K/V at ``out_slots`` and attends each group.
 
 One group is a few matmuls, however many sequences it holds:
   * scores: queries times the group's own keys, plus, when the group shares a
@@ -17,7 +17,8 @@ Grouped-query attention without copying K/V: the ``G`` query heads of one kv
 head are extra query rows of that kv head, ``(KVH, B, G * max_q, D)``; K/V are
 gathered head-major straight from the pool (a shared prefix whose slots are one
 run is read as a strided view, with no copy). Sequences are attended a tile at a
-time (``TILE_ROWS``) so that their scores stay in cache.
+time (``tile_rows`` query rows, sized by the L2 cache at construction) so that
+their scores stay in cache.
 
 Batch invariance. A query's output depends only on its own query and keys,
 never on the batch around it: its scores are dot products over ``head_dim``;
@@ -28,31 +29,28 @@ see at least two rows: one-row products take another kernel). So greedy
 output with the radix cache on equals output with it off, bit for bit, in
 bfloat16. In float32, MKL rounds products of 1-3 rows differently from larger
 ones (a lone decode token is G rows; under a cascade its prefix is scored with
-the group's), so there the last bit may still move. Explicit matmuls beat CPU
-flash SDPA ~2x in bf16 on the 2-core box.
+the group's), so there the last bit may still move. The attention is written as
+explicit matmuls rather than torch's SDPA so that this block order, and hence
+the invariance, is this module's to keep.
 """
 
 from __future__ import annotations
 
 import torch
 
-from engine.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
-from engine.kernels.cpu.cpu_info import l2_cache_bytes
 from engine.forward_batch import ForwardBatch
+from engine.kernels.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
+from engine.kernels.cpu.cpu_info import l2_cache_bytes
 
 __all__ = ["AttentionPlan", "PagedAttention"]
 
 
 def tile_rows(l2_bytes: int | None) -> int:
-    """Query rows (per kv head) attended at a time, so that their scores stay in L2: 384 per MiB of L2
-    (the best measured on a 1 MiB-L2 EPYC, and 768 on a 2 MiB-L2 Xeon: the suffix step 14% faster than
-    at 384), within 256-1536; 384 where the size is unknown."""
+    """Query rows (per kv head) attended at a time, so that their scores stay in L2: 384 per MiB of L2,
+    rounded down to a multiple of 64, within 256-1536; 384 where the size is unknown."""
     if not l2_bytes:
         return 384
     return max(256, min(1536, 384 * l2_bytes // (1024 * 1024) // 64 * 64))
-
-
-TILE_ROWS = tile_rows(l2_cache_bytes())
 
 
 class PagedAttention:
@@ -67,6 +65,7 @@ class PagedAttention:
         self.head_dim = head_dim
         self.group_size = num_heads // num_kv_heads
         self.scale = head_dim**-0.5
+        self.tile_rows = tile_rows(l2_cache_bytes())  # sysfs is read on the first construction only
 
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
         return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device)
@@ -85,7 +84,7 @@ class PagedAttention:
 
     @staticmethod
     def gather_rows(cache: torch.Tensor, rows: torch.Tensor, shape: tuple) -> torch.Tensor:
-        """Head-major rows of a pool layer (see attention_plan.head_major_rows) -> ``shape``."""
+        """Head-major rows of a pool layer (see engine.kernels.attention_plan.head_major_rows) -> ``shape``."""
         return cache.view(-1, cache.shape[-1]).index_select(0, rows).view(shape)
 
     def _attend(self, q, k_cache, v_cache, group: AttentionGroup) -> torch.Tensor:
@@ -98,7 +97,7 @@ class PagedAttention:
         own_keys = self.gather_rows(k_cache, group.own_rows, own_shape).transpose(2, 3)  # (KVH, B, D, Lo)
         own_values = self.gather_rows(v_cache, group.own_rows, own_shape).view(kvh, b, -1, BLOCK, d)
         shared = self._shared_kv(k_cache, v_cache, group) if group.num_shared_blocks else None
-        step = max(1, TILE_ROWS // rows)
+        step = max(1, self.tile_rows // rows)
         if shared is not None and step < b:  # several tiles read the prefix: lay it out once, not once per tile
             shared = (shared[0].contiguous(), shared[1].contiguous())
         tiles = []

@@ -1,4 +1,4 @@
-"""How one ragged forward's attention is cut into groups (the plan; engine.attention runs it).
+"""How one ragged forward's attention is cut into groups (the plan; engine.kernels.paged_attention runs it).
 
 Every sequence's new tokens become one or more *units* (queries ``[a, b)`` of
 that sequence over its kv slots ``[0, prefix + b)``): a short sequence (at most
@@ -15,7 +15,7 @@ shared system prompt or document), the whole blocks of that prefix are
 gathered once and attended for all of them in one matmul ("cascade").
 Because every query always meets the same blocks in the same order, whatever
 group, piece or cascade it lands in, its result does not depend on the batch
-(see engine.attention).
+(see engine.kernels.paged_attention).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]
 
 
 def length_bucket(q_len: int) -> int:
-    """1, 2, 4, 8, 16, then multiples of BUCKET_STEP: a padded unit is at most 2x (short) or +15 rows (long)."""
+    """1, 2, 4, 8, 16, then multiples of BUCKET_STEP: a padded unit is at most twice as long (short units) or
+    BUCKET_STEP - 1 rows longer (long ones)."""
     if q_len <= BUCKET_STEP:
         return 1 << (q_len - 1).bit_length()
     return -(-q_len // BUCKET_STEP) * BUCKET_STEP
