@@ -1,6 +1,9 @@
-"""Benchmarks of the engine (each returns a JSON-able dict; the CLI prints and plots)."""
+"""`radixgate bench`: benchmarks that measure the product side by side in one run.
 
-from collections.abc import Callable
-
-Progress = Callable[[str, int], None]  # (label, num_done) after each finished request
-BASELINE_WARMUP_TOKENS = 8  # each baseline's untimed warm-up: this many prompt tokens, two new ones
+Each bench is a subpackage: `command.py` is its typer command (flags, printing,
+plots; registered by gateway.bench.cli), `run.py` the measurement, which
+returns a JSON-able dict. Benches that run the model in this process use the
+engine through `engine`'s public API only. `workloads/` holds one generator per
+workload shape (token-id traces, the RAG workload, the agent workload), each
+also loading the shared file of that shape by path.
+"""

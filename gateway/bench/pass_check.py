@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.engine import Engine
-from engine.errors import EngineError
-from engine.sampling_params import RequestOutput
+from engine import Engine, EngineError, RequestOutput
 
 
 def flush_and_check(engine: Engine, finals: Sequence[RequestOutput]) -> None:

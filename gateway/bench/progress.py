@@ -1,4 +1,4 @@
-"""What the engine benches' commands share: rich progress bars (one per labelled pass) and thread setup."""
+"""Progress reporting of the benches: the callback their passes take, and rich bars that implement it."""
 
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+Progress = Callable[[str, int], None]  # (label, num_done) after each finished request of a labelled pass
+
 
 @contextmanager
-def progress_bars(total: int) -> Iterator[Callable[[str, int], None]]:
+def progress_bars(total: int) -> Iterator[Progress]:
     """Yield progress(label, num_done): the first call for a label adds its bar (thread-safe)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bars
 
     tasks: dict[str, int] = {}
     lock = threading.Lock()
-    with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn()) as bars:
+    with Bars(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bars:
 
         def progress(label: str, num_done: int) -> None:
             with lock:
@@ -24,14 +26,3 @@ def progress_bars(total: int) -> Iterator[Callable[[str, int], None]]:
                 bars.update(tasks[label], completed=num_done)
 
         yield progress
-
-
-THREADS_HELP = "torch CPU threads (0: torch's default); 1 avoids oversubscription on a busy machine."
-
-
-def set_torch_threads(threads: int) -> None:
-    """Pin torch's intra-op threads; 0 keeps torch's default."""
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)

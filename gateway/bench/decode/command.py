@@ -8,9 +8,10 @@ from typing import Optional
 
 import typer
 
-from gateway.bench.progress import progress_bars, set_torch_threads
+from gateway.bench.progress import progress_bars
+from gateway.bench.threads import set_torch_threads
 
-TARGETS = {1: 22.0, 8: 150.0, 32: 400.0}  # issue 3, SmolLM2-135M on the 2-core CI machine
+TARGETS = {1: 22.0, 8: 150.0, 32: 400.0}  # decode tok/s per batch size that issue 3 set for SmolLM2-135M
 
 
 def register(app: typer.Typer) -> None:
@@ -37,15 +38,15 @@ def decode(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     repeat: int = typer.Option(3, min=1, help="Passes per batch size; the table shows medians."),
     threads: int = typer.Option(1, min=0, help="torch.set_num_threads; 0 leaves torch's default. One thread is "
-                                "the default: on a shared 2-core box two OpenMP threads measured 10x slower."),
+                                "the default: OpenMP threads that share cores with other work slow every step."),
     vs: list[str] = typer.Option([], "--vs", help="Also time a baseline side by side: hf (transformers generate)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
 ) -> None:
     """Time greedy decode (one ragged forward per step over the whole batch); medians of --repeat passes."""
     import torch
 
+    from engine import ModelRunner
     from gateway.bench.decode.run import run_decode_bench, run_prefill_bench
-    from engine.runner import ModelRunner
 
     if set(vs) - {"hf"}:
         raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - {'hf'})}; available: hf")

@@ -21,8 +21,8 @@ import time
 
 import torch
 
-from gateway.bench import Progress
-from engine.forward_batch import make_forward_batch
+from engine import make_forward_batch
+from gateway.bench.progress import Progress
 
 PROMPT_WORDS = ("The history of the printing press", "Explain how rainbows form", "Write a haiku about autumn",
                 "List three uses of copper", "Why is the sky blue", "Describe a busy harbour at dawn",

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from gateway.bench.progress import THREADS_HELP, progress_bars, set_torch_threads
+from gateway.bench.progress import progress_bars
+from gateway.bench.threads import THREADS_HELP, set_torch_threads
 
 
 def register(app: typer.Typer) -> None:
@@ -28,20 +29,19 @@ def policy(
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the agent workload with each queue policy; hit rate and throughput per policy."""
-    from engine import EngineConfig
-    from gateway.bench.workloads.agent_rows import agent_requests, generate_agent_rows, load_agent_rows
+    from engine import EngineConfig, load_model
+    from gateway.bench.policy.prompts import agent_requests
     from gateway.bench.policy.run import default_budget_tokens, run_policy_bench
-    from engine.models.loader import load_model
-    from engine.runner import ModelRunner
+    from gateway.bench.workloads.agent import load_workload
 
     set_torch_threads(threads)
 
     loaded = load_model(model)
-    rows = load_agent_rows(workload) if workload else generate_agent_rows()
+    rows = load_workload(workload)
     requests = agent_requests(loaded.tokenizer, rows[: num_requests or None])
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running,
                           kv_cache_tokens=kv_budget_tokens or default_budget_tokens(requests, 16))
-    runner = _make_runner(ModelRunner, loaded, config)
+    runner = make_runner(loaded, config)
     typer.echo(f"{len(requests)} requests from {workload or 'a generated workload'}; KV budget "
                f"{config.num_kv_pages * config.page_size} tokens; dtype {runner.dtype}")
     with progress_bars(len(requests)) as progress:
@@ -56,17 +56,17 @@ def policy(
         typer.echo(f"wrote {plot}")
 
 
-def _make_runner(runner_cls, loaded, config):
-    from engine.kv_pool import KVPool
-    from engine.models.llama import ModelShape
-    from engine.runner import resolve_device, resolve_dtype
+def make_runner(loaded, config):
+    """A ModelRunner over the already loaded model (its tokenizer sized the budget) with a KV pool of
+    config's size, on config's device and dtype."""
+    from engine import KVPool, ModelRunner, ModelShape, resolve_device, resolve_dtype
 
     device = resolve_device(config.device)
     dtype = resolve_dtype(config.dtype, device)
     shape = ModelShape.from_config(loaded.config)
     pool = KVPool(config.num_kv_pages, config.page_size, num_layers=shape.num_layers,
                   num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim, dtype=dtype, device=device)
-    return runner_cls(loaded, pool, dtype, device)
+    return ModelRunner(loaded, pool, dtype, device)
 
 
 def _print(result: dict) -> None:

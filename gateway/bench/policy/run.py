@@ -4,7 +4,7 @@ All requests arrive at once, so the waiting-queue policy decides the order in
 which they run: FCFS interleaves tenants and document sets and evicts what the
 next request needs; lpm and dfs-weight run requests that share a resident
 branch together. The KV budget defaults to a quarter of the unique
-(page-granular) prompt tokens, measured with a tensor-less radix tree, and
+(page-granular) prompt tokens, counted with a tensor-less radix tree, and
 never below four times the longest prompt.
 """
 
@@ -14,14 +14,10 @@ import statistics
 import time
 from dataclasses import replace
 
-from gateway.bench import Progress
-from gateway.bench.workloads.agent_rows import AgentRequest
+from engine import Engine, EngineConfig, KVPool, RadixCache, RequestOutput, SamplingParams
 from gateway.bench.pass_check import flush_and_check
-from engine.config import EngineConfig
-from engine.engine import Engine
-from engine.kv_pool import KVPool
-from engine.radix_cache import RadixCache
-from engine.sampling_params import RequestOutput, SamplingParams
+from gateway.bench.policy.prompts import AgentRequest
+from gateway.bench.progress import Progress
 
 POLICIES = ("fcfs", "lpm", "dfs-weight")
 
@@ -38,6 +34,8 @@ def unique_prompt_tokens(requests: list[AgentRequest], page_size: int) -> int:
 
 
 def default_budget_tokens(requests: list[AgentRequest], page_size: int) -> int:
+    """A quarter of the unique prompt tokens, never below four times the longest request (prompt plus new
+    tokens), rounded down to whole pages."""
     longest = max(len(r.token_ids) + r.max_tokens for r in requests)
     return max(unique_prompt_tokens(requests, page_size) // 4, 4 * longest) // page_size * page_size
 
@@ -62,6 +60,7 @@ def replay(engine: Engine, requests: list[AgentRequest], label: str, progress: P
 
 def run_one(runner, config: EngineConfig, requests: list[AgentRequest], label: str,
             progress: Progress | None) -> dict:
+    """One replay on a fresh engine over `runner`: wall time, token counts and rates; no page may leak."""
     engine = Engine(config, runner=runner)
     started = time.perf_counter()
     finals = replay(engine, requests, label, progress)

@@ -30,9 +30,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from engine import KVPool, RadixCache
 from gateway.bench.workloads.trace import Trace
-from engine.kv_pool import KVPool
-from engine.radix_cache import RadixCache
 
 RESULT_KEYS = (
     "requests", "requests_per_s", "hit_rate", "match_s", "insert_s", "evict_s",
@@ -42,7 +41,9 @@ COMPARE_KEYS = (
     "sglang_requests_per_s", "sglang_hit_rate", "ratio",
     "sglang_unified_requests_per_s", "unified_ratio", "sglang_memory_bytes", "memory_ratio",
 )
-SGLANG_REPLAY = Path(__file__).with_name("sglang_replay.py")
+# a script run by another venv's python (never imported), and the checkout it imports radixgate from
+SGLANG_REPLAY_SCRIPT = Path(__file__).with_name("sglang_replay.py")
+RADIXGATE_ROOT = Path(__file__).resolve().parents[3]  # gateway/bench/radix/run.py -> the repository root
 PROGRESS_EVERY = 250
 
 
@@ -164,8 +165,8 @@ def _medians(runs: list[dict]) -> dict:
 def run_sglang(trace_path: str, page_size: int, capacity: int | None, repeat: int, python: str, *,
                progress: bool = True, with_unified: bool = True) -> dict:
     """SGLang's RadixCache (and UnifiedRadixCache if importable) in the venv of `python`."""
-    cmd = [python, str(SGLANG_REPLAY), "--trace", trace_path, "--page-size", str(page_size),
-           "--repeat", str(repeat), "--radixgate-root", str(Path(__file__).resolve().parents[3])]
+    cmd = [python, str(SGLANG_REPLAY_SCRIPT), "--trace", trace_path, "--page-size", str(page_size),
+           "--repeat", str(repeat), "--radixgate-root", str(RADIXGATE_ROOT)]
     if capacity:
         cmd += ["--capacity", str(capacity)]
     if not progress:

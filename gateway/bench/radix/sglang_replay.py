@@ -1,19 +1,23 @@
-"""Replay a trace through SGLang's RadixCache; run by `bench radix --compare sglang`.
+"""A bench resource, not a radixgate module: the script `bench radix --compare sglang` runs to
+replay a trace through SGLang's RadixCache.
 
-This script runs with the python of a SEPARATE venv that has sglang installed
-(see ../shared/bench/sglang-radix-requirements.txt); radixgate never imports
-it. It prints progress on stderr and one JSON line on stdout.
+It runs with the python of a SEPARATE venv that has sglang installed (see
+../shared/bench/sglang-radix-requirements.txt); radixgate never imports it, and
+gateway/bench/radix/run.py finds it beside itself (SGLANG_REPLAY_SCRIPT). It
+prints progress on stderr and one JSON line on stdout.
 
-With --radixgate-root it also replays radixgate (gateway/bench/radix/run.py) in
-this same process, alternating runs with SGLang's, and reports the ratio as
-the median of the paired runs' ratios: both sides then see the same machine
-load at nearly the same moment. The replay mirrors gateway/bench/radix/run.py exactly: per request match, lock,
-evict if the capacity lacks room for the new tokens, insert the page-aligned
-sequence, unlock; requests_per_s = requests / CPU seconds of the loop, with
-gc frozen over what existed before. Keys (RadixKey over int64 arrays) and
-value tensors (views of one int64 arange) are built before the clock starts;
-all requests go into one tree (no extra_key), SGLang's cheapest path, which
-gives the same hits here because every tenant has its own system prompt.
+With --radixgate-root (the checkout, put on sys.path) it also replays radixgate
+(gateway.bench.radix.run.replay, which needs only the engine: torch,
+transformers, numpy, tqdm) in this same process, alternating runs with
+SGLang's, and reports the ratio as the median of the paired runs' ratios: both
+sides then see the same machine load at nearly the same moment. The replay
+mirrors run.py exactly: per request match, lock, evict if the capacity lacks
+room for the new tokens, insert the page-aligned sequence, unlock;
+requests_per_s = requests / CPU seconds of the loop, with gc frozen over what
+existed before. Keys (RadixKey over int64 arrays) and value tensors (views of
+one int64 arange) are built before the clock starts; all requests go into one
+tree (no extra_key), SGLang's cheapest path, which gives the same hits here
+because every tenant has its own system prompt.
 """
 
 from __future__ import annotations
@@ -28,8 +32,6 @@ import time
 from array import array
 
 import numpy as np
-
-logging.disable(logging.WARNING)
 
 
 class CountingAllocator:
@@ -188,6 +190,7 @@ def deep_size(tree) -> int:
 
 
 def main() -> None:
+    logging.disable(logging.WARNING)  # stderr carries the progress bars, stdout the one JSON line
     parser = argparse.ArgumentParser()
     parser.add_argument("--trace", required=True)
     parser.add_argument("--page-size", type=int, default=1)

@@ -1,44 +1,67 @@
-"""Baselines for bench rag: transformers `generate` and llama-cpp-python, run serially.
+"""The baselines of bench rag, each run `repeat` times beside radixgate's own passes.
 
-transformers runs twice: from scratch (every prompt prefilled in full), and
-with prefix reuse (the shared prefix is prefilled once into a DynamicCache
-that each request starts from a deep copy of). llama-cpp-python (an optional
-extra) runs in a child process: gateway.bench.rag.llamacpp.
+`--vs hf` adds transformers `generate` twice (from scratch, and with prefix
+reuse: hf_baseline); `--vs llamacpp` adds llama-cpp-python on the same GGUF
+(llamacpp_baseline). A baseline's figures are its first run's, with the median
+wall time; its greedy tokens are compared with radixgate's cache-on outputs.
+A baseline that cannot run reports {"name", "error"} and never ends the bench.
 """
 
 from __future__ import annotations
 
-import copy
-import time
+import statistics
+from collections.abc import Callable
 
-import torch
-
-from gateway.bench import BASELINE_WARMUP_TOKENS, Progress
+from gateway.bench.progress import Progress
 from gateway.bench.workloads.rag import RagWorkload
 
+BASELINES = ("hf", "llamacpp")
 
-@torch.inference_mode()
-def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.float32, reuse_prefix: bool,
-           progress: Progress | None = None) -> dict:
-    """Serial transformers generate over the workload; wall time and greedy outputs."""
-    model = loaded_model.build_hf_model(dtype)
-    new_tokens = workload.max_new_tokens
-    label = "hf prefix-reuse" if reuse_prefix else "hf from scratch"
-    prefix_len = min(workload.num_prefix_tokens, min(len(p) for p in workload.prompts) - 1)
-    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]])  # untimed, like radixgate's warm-up
-    model.generate(warmup_ids, attention_mask=torch.ones_like(warmup_ids), max_new_tokens=2, do_sample=False)
-    started = time.perf_counter()
-    prefix_cache = None
-    if reuse_prefix:
-        prefix_ids = torch.tensor([workload.prompts[0][:prefix_len]])
-        prefix_cache = model(prefix_ids, use_cache=True).past_key_values
-    outputs = []
-    for index, prompt in enumerate(workload.prompts):
-        kwargs = {"past_key_values": copy.deepcopy(prefix_cache)} if prefix_cache is not None else {}
-        ids = torch.tensor([prompt])
-        generated = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-                                   min_new_tokens=new_tokens, do_sample=False, **kwargs)
-        outputs.append(generated[0, len(prompt):].tolist())
-        if progress:
-            progress(label, index + 1)
-    return {"name": label, "wall_s": time.perf_counter() - started, "outputs": outputs}
+
+def run_baselines(names: list[str], runner, workload: RagWorkload, model: str, *, repeat: int, wall_s_on: float,
+                  reference: list[list[int]], progress: Progress | None = None) -> list[dict]:
+    """One result per baseline run (hf gives two), with radixgate_speedup over `wall_s_on` and the share
+    of requests whose greedy tokens match `reference`; raises ValueError on an unknown name."""
+    import torch
+
+    from gateway.bench.rag.hf_baseline import run_hf
+    from gateway.bench.rag.llamacpp_baseline import run_llamacpp
+
+    baselines = []
+    for name in names:
+        if name == "hf":
+            for reuse in (False, True):
+                baselines.append(median_of(repeat, lambda reuse=reuse: run_hf(
+                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress)))
+        elif name == "llamacpp":
+            baselines.append(median_of(repeat, lambda: run_llamacpp(
+                gguf_path(model), workload.prompts, workload.max_new_tokens, num_threads=torch.get_num_threads(),
+                progress=progress)))
+        else:
+            raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}")
+    for baseline in baselines:
+        if "wall_s" in baseline:
+            baseline["radixgate_speedup"] = baseline["wall_s"] / wall_s_on
+            outputs = baseline.pop("outputs")
+            baseline["outputs_match_radixgate"] = sum(a == b for a, b in zip(outputs, reference)) / len(outputs)
+    return baselines
+
+
+def median_of(repeat: int, run: Callable[[], dict]) -> dict:
+    """A baseline run `repeat` times like radixgate's passes: the first run's result, with the median wall time
+    (and every run's in wall_s_all); an error ends the repeats."""
+    runs = []
+    for _ in range(repeat):
+        runs.append(run())
+        if "wall_s" not in runs[-1]:
+            return runs[-1]
+    return dict(runs[0], wall_s=statistics.median(r["wall_s"] for r in runs), wall_s_all=[r["wall_s"] for r in runs])
+
+
+def gguf_path(model: str) -> str | None:
+    """The GGUF file behind a model spec (an alias or a .gguf path), or None."""
+    from engine import MODEL_ALIASES, locate_alias
+
+    if model in MODEL_ALIASES:
+        return str(locate_alias(model))
+    return model if model.endswith(".gguf") else None

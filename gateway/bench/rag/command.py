@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from gateway.bench.progress import THREADS_HELP, progress_bars, set_torch_threads
+from gateway.bench.progress import progress_bars
+from gateway.bench.threads import THREADS_HELP, set_torch_threads
 
 TARGET_SPEEDUP = 6.4
 TARGET_PREFILL_RATIO = 0.1
@@ -34,11 +35,13 @@ def rag(
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the RAG workload with the radix cache on and off in one run; print and write ratios."""
-    from engine import EngineConfig
+    from engine import EngineConfig, ModelRunner
+    from gateway.bench.rag.baselines import BASELINES, run_baselines
     from gateway.bench.rag.run import run_rag_bench
     from gateway.bench.workloads.rag import generate_rag_workload, load_rag_workload
-    from engine.runner import ModelRunner
 
+    if set(vs) - set(BASELINES):
+        raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - set(BASELINES))}; choose hf or llamacpp")
     set_torch_threads(threads)
 
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens)
@@ -53,7 +56,8 @@ def rag(
                                progress=progress)
         result["dtype"] = str(runner.dtype).removeprefix("torch.")
         reference = result.pop("_outputs")
-        result["baselines"] = _run_baselines(vs, runner, loaded, model, progress, result, reference)
+        result["baselines"] = run_baselines(vs, runner, loaded, model, repeat=repeat, wall_s_on=result["wall_s_on"],
+                                            reference=reference, progress=progress)
     _print(result)
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
@@ -61,55 +65,6 @@ def rag(
     if plot:
         _plot(result, plot)
         typer.echo(f"wrote {plot}")
-
-
-def _run_baselines(names: list[str], runner, workload, model: str, progress, result: dict,
-                   reference: list[list[int]]) -> list[dict]:
-    import torch
-
-    from gateway.bench.rag.llamacpp import run_llamacpp
-    from gateway.bench.rag.baselines import run_hf
-
-    repeat = result["repeat"]
-    baselines = []
-    for name in names:
-        if name == "hf":
-            for reuse in (False, True):
-                baselines.append(_median_of(repeat, lambda reuse=reuse: run_hf(
-                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress)))
-        elif name == "llamacpp":
-            baselines.append(_median_of(repeat, lambda: run_llamacpp(
-                _gguf_path(model), workload.prompts, workload.max_new_tokens, num_threads=torch.get_num_threads(),
-                progress=progress)))
-        else:
-            raise typer.BadParameter(f"unknown baseline {name!r}; choose hf or llamacpp")
-    for baseline in baselines:
-        if "wall_s" in baseline:
-            baseline["radixgate_speedup"] = baseline["wall_s"] / result["wall_s_on"]
-            outputs = baseline.pop("outputs")
-            baseline["outputs_match_radixgate"] = sum(a == b for a, b in zip(outputs, reference)) / len(outputs)
-    return baselines
-
-
-def _median_of(repeat: int, run) -> dict:
-    """A baseline run `repeat` times like radixgate's passes: the first run's result, with the median wall time
-    (and every run's in wall_s_all); an error ends the repeats."""
-    import statistics
-
-    runs = []
-    for _ in range(repeat):
-        runs.append(run())
-        if "wall_s" not in runs[-1]:
-            return runs[-1]
-    return dict(runs[0], wall_s=statistics.median(r["wall_s"] for r in runs), wall_s_all=[r["wall_s"] for r in runs])
-
-
-def _gguf_path(model: str) -> str | None:
-    from engine.models.loader import ALIASES, locate_alias
-
-    if model in ALIASES:
-        return str(locate_alias(model))
-    return model if model.endswith(".gguf") else None
 
 
 def _print(result: dict) -> None:

@@ -15,12 +15,10 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 
-from gateway.bench import Progress
-from gateway.bench.workloads.rag import RagWorkload
+from engine import Engine, EngineConfig, RequestOutput, SamplingParams
 from gateway.bench.pass_check import flush_and_check
-from engine.config import EngineConfig
-from engine.engine import Engine
-from engine.sampling_params import RequestOutput, SamplingParams
+from gateway.bench.progress import Progress
+from gateway.bench.workloads.rag import RagWorkload
 
 
 @dataclass

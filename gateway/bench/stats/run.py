@@ -1,4 +1,4 @@
-"""`radixgate bench stats`: seed a request log with N rows (default 1M) and time the stats queries.
+"""bench stats: seed a request log with N rows and time the stats queries over it.
 
 Seeding bypasses the ORM for speed (sqlite3 executemany in one transaction; PostgreSQL COPY), into
 a schema built by the real migrations. Traffic is skewed across tenants (Zipf-like weights), so
@@ -28,7 +28,7 @@ CHUNK_ROWS = 50_000
 
 def seeded_columns(num_rows: int, num_tenants: int, end: datetime, days: int, seed: int) -> dict[str, list]:
     """Deterministic synthetic request-log columns (as stored: uuid hex, naive-UTC ISO text), with
-    rows spread uniformly over [end - days, end). Vectorized with numpy: ~1 s per million rows."""
+    rows spread uniformly over [end - days, end)."""
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, num_tenants + 1)
     tenant_ids = rng.choice(np.arange(1, num_tenants + 1), size=num_rows, p=weights / weights.sum())

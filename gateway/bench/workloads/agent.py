@@ -1,6 +1,14 @@
-"""A seeded multi-tenant agent/RAG workload of the shape of ../shared/workloads/agent_rag_300.jsonl.
+"""The multi-tenant agent/RAG workload: the shared jsonl by path, or a seeded one of the same shape.
 
-Three tenants (a support agent, a legal RAG assistant, a coding agent) send OpenAI chat bodies.
+One generator serves both benches of this traffic: `bench agent` sends each row's `body` through
+a gateway, `bench policy` renders each row's `canonical` sections straight into the engine
+(gateway.bench.policy.prompts). The shape is that of ../shared/workloads/agent_rag_300.jsonl:
+one JSON object a line,
+
+    {"id", "tenant", "style", "body": <chat completion body>, "canonical": {...}}
+
+Three tenants (a support agent, a legal RAG assistant, a coding agent; see agent_tenants) send
+OpenAI chat bodies; `body` may carry the extra field `context` (documents as {"id", "text"}).
 Documents are real English text: docstrings of the running Python's standard library. Each
 request names its client `style` (how that client scrambles its prompt):
 
@@ -12,8 +20,9 @@ request names its client `style` (how that client scrambles its prompt):
     personalized     "You are speaking with <name>." and today's date inside the system prompt
     whitespace       doubled spaces / trailing whitespace drift in the system prompt
 
-Each line: {"id", "tenant", "style", "body", "canonical"}; `canonical` holds the sections a perfect
-canonicalizer would find (system, tools, context ids, history, dynamic, question).
+`canonical` holds the sections a perfect canonicalizer would find: system and question (text),
+tools (as the tenant defines them), context (document ids), history (earlier turns) and dynamic
+(the hoisted text, "" when none). The same seed gives the same rows.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import importlib
 import inspect
 import json
 import random
+import re
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -42,6 +52,7 @@ PEOPLE = ("Ines Duarte", "Hiro Tanaka", "Chen Wei", "Amara Okafor", "Lena Fische
 DOC_MODULES = ("asyncio", "socket", "statistics", "inspect", "functools", "json", "os", "shutil", "gzip", "typing")
 MAX_DOC_CHARS = 900
 MIN_DOC_CHARS = 250
+DOCUMENT_BLOCK = re.compile(r'<document id="([^"]+)">\n(.*?)\n</document>', re.S)  # context_block's form
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,7 @@ def whitespace_drift(rng: random.Random, text: str) -> str:
 
 
 def context_block(docs: list[Doc]) -> str:
+    """Documents inlined as context-first and context-in-user clients send them (DOCUMENT_BLOCK reads them)."""
     inner = "\n".join(f'<document id="{d.id}">\n{d.text}\n</document>' for d in docs)
     return f"<context>\n{inner}\n</context>"
 
@@ -143,7 +155,7 @@ class WorkloadBuilder:
         self.history = history + [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
         canonical = {
             "system": self.spec.system, "tools": self.spec.tools, "context": [d.id for d in docs],
-            "history": history, "dynamic": dynamic, "question": question,
+            "history": history, "dynamic": " ".join(dynamic), "question": question,
         }
         return {"id": request_id, "tenant": self.spec.name, "style": style, "body": body, "canonical": canonical}
 
@@ -163,7 +175,7 @@ def generate_workload(num_requests: int = 300, seed: int = 0) -> list[dict]:
 
 
 def load_workload(path: str | Path | None, num_requests: int = 300, seed: int = 0) -> list[dict]:
-    """Rows from a JSONL file, or the generated workload when `path` is None."""
+    """Rows from a JSONL file (all of them), or the generated workload when `path` is None."""
     if path is None:
         return generate_workload(num_requests, seed)
     with open(path) as handle:
@@ -174,3 +186,18 @@ def write_workload(rows: list[dict], path: str | Path) -> None:
     with open(path, "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
+
+
+def document_texts(rows: list[dict]) -> dict[str, str]:
+    """Document id -> text over all rows: from `body.context`, or from the <document> blocks that
+    context-first and context-in-user clients put inside their messages."""
+    texts: dict[str, str] = {}
+    for row in rows:
+        for doc in row["body"].get("context") or []:
+            texts.setdefault(doc["id"], doc["text"])
+        for message in row["body"].get("messages", []):
+            content = message.get("content")
+            if isinstance(content, str):
+                for doc_id, text in DOCUMENT_BLOCK.findall(content):
+                    texts.setdefault(doc_id, text)
+    return texts

@@ -10,7 +10,7 @@ class TenantSpec:
     name: str
     system: str
     tools: tuple[dict, ...]
-    # weights over workload.STYLES: clean, dynamic-top, context-first, context-in-user,
+    # weights over agent.STYLES, in order: clean, dynamic-top, context-first, context-in-user,
     # tools-shuffled, personalized, whitespace
     style_weights: tuple[int, ...]
 

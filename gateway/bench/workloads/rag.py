@@ -1,21 +1,20 @@
-"""Bench workloads: the shared RAG / agent files by path, or generated ones of the same shape.
+"""The prefix-heavy RAG workload: the shared file by path, or a generated one of the same shape.
 
-RAG (see shared/workloads/README.md): one ~1,200-token system prompt and a
-~600-token document shared by 24 requests that differ only in a ~30-token
-question; greedy, 16 new tokens each. Agent: multi-tenant chat requests
-({"id", "tenant", "style", "body", "canonical"} a line); the policy bench
-renders each request's canonical sections with the model's chat template in
-canonical order [system + tools + context, history, dynamic + question].
-Generation is deterministic for a seed.
+Shape (see ../shared/workloads/README.md): one ~1,200-token system prompt and
+a ~600-token document shared by 24 requests that differ only in a ~30-token
+question; greedy, 16 new tokens each. Prompts are token ids rendered with the
+model's chat template, to be replayed in order. Generation is deterministic
+for a seed.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from gateway.bench.workloads.chat_template import render_chat
 
 TOPICS = ["warranty claim", "refund", "license key", "account transfer", "support ticket", "shipment",
           "invoice", "return label", "firmware update", "data export", "password reset", "API quota"]
@@ -92,10 +91,3 @@ def generate_rag_workload(tokenizer, *, seed: int = 1234, num_requests: int = 24
                     {"role": "user", "content": f"Retrieved document:\n{document}\n\nQuestion:\n{question}"}]
         prompts.append(render_chat(tokenizer, messages))
     return RagWorkload(prompts, max_new_tokens, common_prefix_len(prompts), f"generated(seed={seed})")
-
-
-def render_chat(tokenizer, messages: list[dict]) -> list[int]:
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    if not isinstance(ids, list):
-        ids = ids["input_ids"]
-    return [int(t) for t in ids]

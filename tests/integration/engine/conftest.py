@@ -1,4 +1,4 @@
-"""Engine integration fixtures: the real SmolLM2-135M-Instruct, loaded once per session, in fp32.
+"""Engine integration fixtures over the real SmolLM2-135M-Instruct (`smollm`, `runners`: tests/integration/conftest.py), fp32.
 
 `make_engine(**config)` builds an Engine on a ModelRunner shared per pool
 shape (weights laid out once) and, at teardown, shuts it down, flushes the
@@ -13,14 +13,6 @@ import torch
 from tests.support.greedy_prompts import NUM_REFERENCE_TOKENS, PROMPTS
 
 
-
-@pytest.fixture(scope="session")
-def smollm():
-    from engine.models.loader import load_model
-
-    return load_model("smollm2-135m")
-
-
 @pytest.fixture(scope="session")
 def smollm_reference(smollm):
     """transformers' own forward over the same weights, fp32."""
@@ -31,7 +23,7 @@ def smollm_reference(smollm):
 
 @pytest.fixture(scope="session")
 def chat_prompts(smollm) -> list[list[int]]:
-    from gateway.bench.workloads.rag import render_chat
+    from gateway.bench.workloads.chat_template import render_chat
 
     return [render_chat(smollm.tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
 
@@ -48,26 +40,6 @@ def hf_greedy(smollm, chat_prompts) -> list[list[int]]:
                                  max_new_tokens=NUM_REFERENCE_TOKENS)
             outputs.append(out[0, len(prompt):].tolist())
     return outputs
-
-
-@pytest.fixture(scope="session")
-def runners(smollm):
-    """(num_pages, page_size) -> an fp32 CPU ModelRunner over its own KVPool, built once."""
-    from engine.kv_pool import KVPool
-    from engine.models.llama import ModelShape
-    from engine.runner import ModelRunner
-
-    built = {}
-
-    def get(num_pages: int, page_size: int):
-        if (num_pages, page_size) not in built:
-            shape = ModelShape.from_config(smollm.config)
-            pool = KVPool(num_pages, page_size, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
-                          head_dim=shape.head_dim, dtype=torch.float32)
-            built[num_pages, page_size] = ModelRunner(smollm, pool, torch.float32, "cpu")
-        return built[num_pages, page_size]
-
-    return get
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@ buffers, and an error comes back as the baseline's error; the bench itself never
 
 import ctypes
 
-from gateway.bench.rag import llamacpp as llamacpp_baseline
-from gateway.bench.rag.llamacpp import _run_child, run_llamacpp
+from gateway.bench.rag import llamacpp_baseline
+from gateway.bench.rag.llamacpp_baseline import _run_child, run_llamacpp
 
 
 def crash(sender, *args):
     sender.send(("progress", 1))
-    ctypes.string_at(0)  # a segfault, as llama.cpp's AMX path does on some Sapphire Rapids machines
+    ctypes.string_at(0)  # a segfault, as llama.cpp's weight repacking does on some CPUs
 
 
 def test_a_child_that_segfaults_is_reported_by_its_signal():

@@ -1,11 +1,11 @@
 """bench rag repeats each baseline like its own passes and reports the median."""
 
-from gateway.bench.rag.command import _median_of
+from gateway.bench.rag.baselines import median_of
 
 
 def test_a_baseline_reports_the_median_of_its_runs():
     walls = iter([19.0, 15.5, 17.0])
-    result = _median_of(3, lambda: {"name": "llama.cpp", "wall_s": next(walls), "outputs": [[1]]})
+    result = median_of(3, lambda: {"name": "llama.cpp", "wall_s": next(walls), "outputs": [[1]]})
     assert result["wall_s"] == 17.0 and result["wall_s_all"] == [19.0, 15.5, 17.0]
     assert result["outputs"] == [[1]]
 
@@ -17,5 +17,5 @@ def test_an_error_ends_the_repeats():
         calls.append(1)
         return {"name": "llama.cpp", "error": "not installed"}
 
-    assert _median_of(3, failing) == {"name": "llama.cpp", "error": "not installed"}
+    assert median_of(3, failing) == {"name": "llama.cpp", "error": "not installed"}
     assert len(calls) == 1

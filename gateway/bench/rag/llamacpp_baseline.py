@@ -1,9 +1,9 @@
 """The llama.cpp baseline of bench rag: llama-cpp-python over the same GGUF, in a child process.
 
-llama.cpp is native code that can crash the process it runs in: on a
-Sapphire Rapids Xeon its AMX weight repacking (the "extra buffer types" that
-repack Q4_1 weights for AMX) segfaults in the first decode (llama.cpp issue
-#20824, machine-dependent). So the baseline runs in a spawned child; when the
+llama.cpp is native code that can crash the process it runs in: its weight
+repacking (the "extra buffer types" that repack quantized weights for the
+CPU's matrix instructions) can segfault in the first decode on some CPUs
+(llama.cpp issue #20824). So the baseline runs in a spawned child; when the
 child dies by a signal, it runs once more with the extra buffer types off
 (``use_extra_bufts = False``), the fastest configuration that works there, and
 the result says so. The bench's own results are never lost to a baseline.
@@ -16,7 +16,8 @@ import multiprocessing
 import time
 from collections.abc import Callable
 
-from gateway.bench import BASELINE_WARMUP_TOKENS, Progress
+from gateway.bench.progress import Progress
+from gateway.bench.rag import BASELINE_WARMUP_TOKENS
 
 NAME = "llama.cpp"
 # a GGUF whose run crashed with the extra buffer types, and the signal: later runs (--repeat) skip straight to
@@ -44,7 +45,7 @@ def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens
         return {"name": NAME, "error": f"llama.cpp crashed (signal {result['signal']}), with and without its "
                                        "weight-repacking buffer types"}
     result["note"] = (f"llama.cpp crashed (signal {crashed}) with its weight-repacking buffer types "
-                      "(AMX: llama.cpp issue #20824); ran with use_extra_bufts=False")
+                      "(llama.cpp issue #20824); ran with use_extra_bufts=False")
     return result
 
 

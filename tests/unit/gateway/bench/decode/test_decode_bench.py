@@ -4,11 +4,9 @@ import pytest
 import torch
 import typer
 
-from gateway.bench.decode.run import decode_pass, run_decode_bench, run_prefill_bench
-from engine.kv_pool import KVPool
-from engine.models.llama import ModelShape
-from engine.runner import ModelRunner
+from engine import KVPool, ModelRunner, ModelShape
 from gateway.bench.decode.command import parse_batches
+from gateway.bench.decode.run import decode_pass, run_decode_bench, run_prefill_bench
 
 
 @pytest.fixture

@@ -3,9 +3,10 @@
 import pytest
 
 from engine import EngineConfig
-from gateway.bench.workloads.agent_rows import agent_requests, generate_agent_rows
+from gateway.bench.policy.prompts import agent_requests
 from gateway.bench.policy.run import run_policy_bench
 from gateway.bench.rag.run import run_rag_bench
+from gateway.bench.workloads.agent import generate_workload
 from gateway.bench.workloads.rag import generate_rag_workload
 
 pytestmark = pytest.mark.slow
@@ -32,10 +33,7 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from engine.kv_pool import KVPool
-    from engine.models.llama import ModelShape
-    from engine.models.loader import LoadedModel
-    from engine.runner import ModelRunner
+    from engine import KVPool, LoadedModel, ModelRunner, ModelShape
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(smollm.tokenizer), hidden_size=192, intermediate_size=256,
@@ -57,11 +55,11 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
 
 
 def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runners):
-    requests = agent_requests(smollm.tokenizer, generate_agent_rows(num_requests=12))
-    runner = runners(48, 16)  # 768 tokens: far less than the workload's distinct prefixes
+    requests = agent_requests(smollm.tokenizer, generate_workload(12))
+    runner = runners(96, 16)  # 1,536 tokens: room for the longest request, far less than the distinct prefixes
     config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_running=4)
     result = run_policy_bench(runner, config, requests)
     assert set(result["policies"]) == {"fcfs", "lpm", "dfs-weight"}
-    assert result["kv_budget_tokens"] == 768 and result["unique_prompt_tokens"] > 768
+    assert result["kv_budget_tokens"] == 1536 and result["unique_prompt_tokens"] > 1536
     for summary in result["policies"].values():
         assert 0 <= summary["hit_rate"] < 1 and summary["wall_s"] > 0
