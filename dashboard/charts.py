@@ -75,19 +75,6 @@ def lost_tokens_by_cause(causes: pd.DataFrame) -> alt.Chart:
     )
 
 
-def hit_rate_by_template(templates: pd.DataFrame) -> alt.Chart:
-    """Bars of hit rate per template (columns: template, hit_rate, requests)."""
-    return (
-        alt.Chart(templates)
-        .mark_bar()
-        .encode(
-            x=alt.X("template:N", title=None, axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("hit_rate:Q", axis=PERCENT, title="Hit rate"),
-            tooltip=["template", "requests", alt.Tooltip("hit_rate:Q", format=".1%")],
-        )
-    )
-
-
 def pin_hits(pins: pd.DataFrame) -> alt.Chart:
     """Hits per pin (columns: pin_id, template, num_tokens, hits)."""
     frame = pins.assign(label=pins["pin_id"].map(lambda pid: f"pin {pid}"))

@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 
-from gateway.db import insight_queries as dq
-from gateway.db import stats_queries as shared
+from gateway.db import insight_queries
+from gateway.db import stats_queries
 from gateway.db.doctor import diagnose
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
 
@@ -66,7 +66,8 @@ def database_problem(url: str) -> str | None:
 @st.cache_data(ttl=TTL_S)
 def load_tenants(url: str) -> pd.DataFrame:
     with session_factory(url)() as session:
-        rows = [{"tenant_id": t.id, "tenant": t.name, "cache_group": t.cache_group} for t in dq.list_tenants(session)]
+        tenants = insight_queries.list_tenants(session)
+        rows = [{"tenant_id": t.id, "tenant": t.name, "cache_group": t.cache_group} for t in tenants]
     return pd.DataFrame(rows, columns=["tenant_id", "tenant", "cache_group"])
 
 
@@ -74,8 +75,8 @@ def load_tenants(url: str) -> pd.DataFrame:
 def load_overview(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
     """Per tenant with traffic: totals, hit / raw-order / attainable rates, prefill time saved."""
     with session_factory(url)() as session:
-        stats = pd.DataFrame(shared.all_tenant_stats(session, since, until))
-        ms_per_token = dq.prefill_ms_per_token(session, since, until)
+        stats = pd.DataFrame(stats_queries.all_tenant_stats(session, since, until))
+        ms_per_token = insight_queries.prefill_ms_per_token(session, since, until)
     if stats.empty:
         return stats
     attainable = load_attainable(url, since, until)
@@ -88,10 +89,10 @@ def load_overview(url: str, since: datetime | None, until: datetime | None) -> p
 
 @st.cache_data(ttl=ATTAINABLE_TTL_S, show_spinner="Replaying static prefixes for the attainable hit rate...")
 def load_attainable(url: str, since: datetime | None, until: datetime | None) -> dict[int, int]:
-    """Attainable cached tokens per tenant: one window-function pass over the window's rows
-    (seconds per million rows on SQLite), so it is cached longer than the plain sums."""
+    """Attainable cached tokens per tenant: a window-function pass over every row of the window,
+    heavier than the plain sums, so it is cached longer."""
     with session_factory(url)() as session:
-        return dq.attainable_by_tenant(session, since, until)
+        return insight_queries.attainable_by_tenant(session, since, until)
 
 
 @st.cache_data(ttl=TTL_S)
@@ -100,7 +101,7 @@ def load_series(
 ) -> pd.DataFrame:
     """Hit rates per time bucket and `group` ("tenant" or "template"), tenant names filled in."""
     with session_factory(url)() as session:
-        frame = pd.DataFrame(dq.hit_rate_series_by(session, group, tenant_id, since, until, bucket))
+        frame = pd.DataFrame(insight_queries.hit_rate_series_by(session, group, tenant_id, since, until, bucket))
     if frame.empty:
         return frame
     if group == "tenant":
@@ -116,9 +117,9 @@ def load_tenant_stats(url: str, tenant_id: int, since: datetime | None, until: d
     """The stats API's numbers for one tenant (series left out: see load_series)."""
     with session_factory(url)() as session:
         return {
-            **shared.totals(session, tenant_id, since, until),
-            **shared.ttft_percentiles(session, tenant_id, since, until),
-            "lost_tokens_by_cause": shared.lost_tokens_by_cause(session, tenant_id, since, until),
+            **stats_queries.totals(session, tenant_id, since, until),
+            **stats_queries.ttft_percentiles(session, tenant_id, since, until),
+            "lost_tokens_by_cause": stats_queries.lost_tokens_by_cause(session, tenant_id, since, until),
         }
 
 
@@ -134,7 +135,7 @@ def load_pins(url: str, tenant_id: int) -> pd.DataFrame:
     with session_factory(url)() as session:
         rows = [
             [p.id, p.template or "(none)", p.num_tokens, p.hits, p.created_at, p.expires_at, p.deleted_at]
-            for p in dq.list_pins(session, tenant_id)
+            for p in insight_queries.list_pins(session, tenant_id)
         ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -143,7 +144,7 @@ def load_pins(url: str, tenant_id: int) -> pd.DataFrame:
 def load_engine_snapshots(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
     columns = ["created_at", "backend", "cached_tokens", "pinned_tokens", "evictable_tokens", "num_evictions"]
     with session_factory(url)() as session:
-        rows = [[getattr(s, c) for c in columns] for s in dq.list_engine_snapshots(session, since, until)]
+        rows = [[getattr(s, c) for c in columns] for s in insight_queries.list_engine_snapshots(session, since, until)]
     return pd.DataFrame(rows, columns=columns)
 
 

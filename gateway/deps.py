@@ -25,12 +25,11 @@ from fastapi import Depends, Request
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from gateway.tenants import service as tenants
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
 from gateway.errors import service_unavailable, unauthorized
-from gateway.settings import Settings
 from gateway.state import GatewayState
+from gateway.tenants import service as tenants
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +39,6 @@ def get_state(request: Request) -> GatewayState:
 
 
 StateDep = Annotated[GatewayState, Depends(get_state)]
-
-
-def get_settings(gw: StateDep) -> Settings:
-    return gw.settings
-
-
-SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_session(gw: StateDep) -> Iterator[Session]:

@@ -15,19 +15,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from fastapi import FastAPI
 
-from gateway.tenants.auth_cache import AuthCache
 from gateway.errors import install_error_handlers
 from gateway.settings import Settings
-from gateway.state import GatewayState, TenantLimits
+from gateway.state import GatewayState
+from gateway.tenants.auth_cache import AuthCache
+from gateway.tenants.limits import TenantLimits
+
+if TYPE_CHECKING:
+    from engine import Engine
+    from gateway.routing.router import Router
 
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings | None = None, *, engine: Any = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
     """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given."""
     settings = settings or Settings()
 
@@ -57,10 +62,10 @@ def include_routers(app: FastAPI) -> None:
         return {"status": "ok"}
 
 
-async def build_state(settings: Settings, engine: Any) -> GatewayState:
-    from gateway.tenants import service as tenants
+async def build_state(settings: Settings, engine: Engine | None) -> GatewayState:
     from gateway.db.migrate import upgrade
     from gateway.db.session import make_engine, make_session_factory
+    from gateway.tenants import service as tenants
 
     await asyncio.to_thread(upgrade, settings.db_url)
     db_engine = make_engine(settings.db_url)
@@ -81,20 +86,20 @@ async def build_state(settings: Settings, engine: Any) -> GatewayState:
     return gw
 
 
-async def start_engine(settings: Settings) -> Any:
+async def start_engine(settings: Settings) -> Engine | None:
     """Load the embedded engine (None when disabled) and start its step loop on a background thread."""
     engine = await asyncio.to_thread(load_engine, settings)
     return engine.start() if engine is not None else None
 
 
-def load_engine(settings: Settings) -> Any:
+def load_engine(settings: Settings) -> Engine | None:
     """The embedded engine, loaded but not started (None when disabled)."""
     if not settings.engine.enabled:
         return None
     from engine import Engine
 
     config = settings.engine.to_engine_config()
-    log.info("loading model %s on %s (first load of a GGUF dequantizes it, ~20 s)", config.model, config.device)
+    log.info("loading model %s on %s (the first load of a GGUF dequantizes it, which is slow)", config.model, config.device)
     engine = Engine(config)
     runner = engine.runner
     log.info("model %s ready: %s on %s, KV cache of %d tokens", runner.loaded_model.model_id,
@@ -106,8 +111,8 @@ def build_services(gw: GatewayState) -> None:
     from gateway.db.log_writer import LogWriter
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
-    from gateway.prompt_templates import TemplateRegistry
     from gateway.insight.shadow import ShadowIndex
+    from gateway.prompt_templates import TemplateRegistry
 
     settings = gw.settings
     gw.templates = TemplateRegistry(settings.resolved_templates_dir())
@@ -126,7 +131,7 @@ def build_services(gw: GatewayState) -> None:
         gw.snapshotter = EngineSnapshotter(gw.session_factory, gw.engine.stats, interval_s).start()
 
 
-def build_backends(gw: GatewayState):
+def build_backends(gw: GatewayState) -> Router | None:
     from gateway.routing.embedded import EmbeddedBackend
     from gateway.routing.router import build_router
 

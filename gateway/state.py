@@ -10,64 +10,51 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gateway.tenants.limits import TenantLimits
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine as DbEngine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from engine import Engine
+    from gateway.db.engine_snapshots import EngineSnapshotter
+    from gateway.db.log_writer import LogWriter
+    from gateway.insight.metrics import Metrics
+    from gateway.insight.miss_cause import MissAttributor
+    from gateway.insight.shadow import ShadowIndex
+    from gateway.pins.service import PinBook
+    from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.base import BackendRouter
     from gateway.settings import Settings
-
-
-class TenantLimits:
-    """Per-tenant concurrency limits: a non-blocking try_acquire/release pair per tenant.
-
-    A tenant whose `max_concurrency` is None or <= 0 gets `default_limit`.
-    Runs on the event loop only (no locking needed).
-    """
-
-    def __init__(self, default_limit: int) -> None:
-        self._default_limit = default_limit
-        self._num_active: dict[int, int] = {}
-
-    def try_acquire(self, tenant_id: int, max_concurrency: int | None) -> bool:
-        limit = max_concurrency if max_concurrency and max_concurrency > 0 else self._default_limit
-        active = self._num_active.get(tenant_id, 0)
-        if active >= limit:
-            return False
-        self._num_active[tenant_id] = active + 1
-        return True
-
-    def release(self, tenant_id: int) -> None:
-        active = self._num_active.get(tenant_id, 0)
-        if active <= 0:
-            raise RuntimeError(f"release without acquire for tenant {tenant_id}")
-        if active == 1:
-            del self._num_active[tenant_id]
-        else:
-            self._num_active[tenant_id] = active - 1
-
-    def num_active(self, tenant_id: int) -> int:
-        return self._num_active.get(tenant_id, 0)
+    from gateway.tenants.auth_cache import AuthCache
 
 
 @dataclass
 class GatewayState:
-    """The app's long-lived parts. `engine` is None when the embedded engine is disabled (remote-only)."""
+    """The app's long-lived parts.
+
+    `engine` is None when the embedded engine is disabled (remote-only), and so are
+    `snapshotter` (it samples the embedded engine) and, with no remotes either, `router`.
+    The lifespan fills `templates`, `log_writer`, `shadow`, `metrics`, `miss_attributor`
+    and `auth_cache` before the app serves; they are None only in a state a test builds
+    without them. `pins` is created by the pins service on first use.
+    """
 
     settings: Settings
-    db_engine: Any
+    db_engine: DbEngine
     session_factory: sessionmaker[Session]
-    engine: Any = None
-    templates: Any = None
-    log_writer: Any = None
-    shadow: Any = None
-    metrics: Any = None
-    miss_attributor: Any = None
-    snapshotter: Any = None  # gateway.db.engine_snapshots.EngineSnapshotter, when the embedded engine runs
+    engine: Engine | None = None
+    templates: TemplateRegistry | None = None
+    log_writer: LogWriter | None = None
+    shadow: ShadowIndex | None = None
+    metrics: Metrics | None = None
+    miss_attributor: MissAttributor | None = None
+    snapshotter: EngineSnapshotter | None = None
     router: BackendRouter | None = None
-    pins: Any = None  # gateway.pins.service.PinBook, created by the pins service on first use
-    auth_cache: Any = None  # gateway.tenants.auth_cache.AuthCache; None: every request reads the database
+    pins: PinBook | None = None
+    auth_cache: AuthCache | None = None  # None: every request reads the database
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     admin_key_generated: str | None = None
     started_at: int = field(default_factory=lambda: int(time.time()))

@@ -1,6 +1,6 @@
 """render_raw(): the client's own message order, rendered with the model's chat template.
 
-This is the baseline the canonical order is measured against (raw-order hit
+This is the baseline the canonical order is compared with (raw-order hit
 rate, shadow index). Choices, made to mirror what a client would have sent to a
 plain OpenAI-compatible server:
 - the `context` extra field is prepended to the last user message as

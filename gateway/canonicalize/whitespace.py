@@ -19,7 +19,3 @@ def normalize_whitespace(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [_INNER_SPACES.sub(" ", line.rstrip()) for line in text.split("\n")]
     return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip("\n").rstrip()
-
-
-def is_normalized(text: str) -> bool:
-    return normalize_whitespace(text) == text

@@ -3,8 +3,14 @@
 `prepare_request` turns a validated chat body into a `PreparedRequest`: the
 token ids the backend will prefill, the generation parameters, the cache
 namespace, and what the request log needs (section hashes, signals, template).
-It is pure CPU work on its inputs (no engine, no database writes), so the chat
+It is pure CPU work on its inputs (no engine, no database), so the chat
 service runs it in a worker thread.
+
+`prepare_for_tenant` gathers those inputs for one tenant on this gateway (the
+template registry, the embedded engine's tokenizer and context length, the
+tenant's dynamic rules and, loaded by the caller with `load_tenant_template`,
+its own template version). Chat completions and the /v1/canonicalize preview
+both prepare through it, so a preview is exactly what a chat would send.
 
 Invariant: with `canonicalize=true` the prompt is the template's rendering of
 the canonical sections, tokenized section by section, so every request with
@@ -20,13 +26,18 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
+from gateway.chat.schemas import ChatCompletionRequest
+from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.errors import ApiError, bad_request
 from gateway.routing.base import GenerationParams, PreparedPrompt
-from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from gateway.chat.schemas import ChatCompletionRequest
+from gateway.tenants.dynamic_rules import rules_for
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
     from gateway.canonicalize import DynamicRules, Sections
+    from gateway.db.models import Tenant
+    from gateway.state import GatewayState
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,32 @@ class PreparedRequest:
     @property
     def num_prompt_tokens(self) -> int:
         return self.prompt.num_tokens
+
+
+def load_tenant_template(session_factory: sessionmaker[Session], tenant_id: int, name: str) -> TenantTemplate | None:
+    """The latest version of the tenant's own template called `name`, or None. Reads the database."""
+    from gateway.prompt_templates import store as template_store
+
+    with session_factory() as session:
+        row = template_store.get_version(session, tenant_id, name)
+        return TenantTemplate(name=name, version=row.version, source=row.source) if row else None
+
+
+def prepare_for_tenant(
+    gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None
+) -> PreparedRequest:
+    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules."""
+    engine = gw.engine
+    return prepare_request(
+        body,
+        templates=gw.templates,
+        tokenizer=engine.tokenizer,
+        model_id=model_id,
+        max_context=engine.max_context,
+        default_max_tokens=gw.settings.default_max_tokens,
+        tenant_template=tenant_template,
+        rules=rules_for(tenant),
+    )
 
 
 def validate_request(body: ChatCompletionRequest) -> None:

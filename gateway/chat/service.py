@@ -4,12 +4,13 @@
     response = await complete(run)                       # or: stream_events(run) for SSE
 
 `start_chat` does everything that can fail with a proper status code before
-any byte is sent: the tenant's concurrency slot (429), canonicalization,
-rendering and tokenization (400), backend choice, and the backend's first
-output (engine queue full -> 503, prompt too long -> 400). Then the response
-is drained or streamed. Whatever happens, `ChatRun.finish` runs exactly once:
-it releases the slot, enqueues one request-log row, observes metrics and logs
-one INFO line.
+any byte is sent: the tenant's concurrency slot (429, ChatRun.admit),
+model resolution (404), canonicalization, rendering and tokenization (400),
+backend choice, and the backend's first output (engine queue full -> 503,
+prompt too long -> 400). Then the response is drained or streamed. Whatever
+happens, `ChatRun.finish` runs exactly once in effect: it releases the slot
+`admit` took, enqueues one request-log row, observes metrics and logs one INFO
+line (gateway/chat/run.py, gateway/chat/record.py).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, AsyncIterator
 
+from gateway.chat.models import resolve_model
+from gateway.chat.prepare import PreparedRequest, load_tenant_template, prepare_for_tenant
+from gateway.chat.record import RunRecorder
 from gateway.chat.run import ChatRun
-from gateway.errors import ApiError, from_exception, not_found, service_unavailable, too_many_requests
-from gateway.chat.prepare import TenantTemplate, prepare_request
-from gateway.routing.base import cache_namespace
 from gateway.chat.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
-from gateway.chat.streaming import ChunkFactory, DONE_EVENT, error_event
-from gateway.tenants.dynamic_rules import rules_for
+from gateway.chat.streaming import DONE_EVENT, ChunkFactory, error_event
+from gateway.errors import ApiError, from_exception, service_unavailable
+from gateway.routing.base import cache_namespace
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -35,67 +37,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODEL_ALIASES = ("default",)
 
-
-def served_model_ids(gw: GatewayState) -> list[str]:
-    """Model ids clients may name: the backends' models (embedded first)."""
-    ids = [gw.engine.model_id] if gw.engine is not None else []
-    ids += [remote.model for remote in gw.settings.remotes if remote.model not in ids]
-    return ids
-
-
-def resolve_model(gw: GatewayState, requested: str) -> str:
-    """The served model id for the name a client sent; 404 for models we do not serve."""
-    ids = served_model_ids(gw)
-    if requested in ids:
-        return requested
-    if ids and (requested in MODEL_ALIASES or requested == gw.settings.engine.model):
-        return ids[0]
-    raise not_found(f"The model {requested!r} does not exist; this gateway serves {ids}.", "model")
-
-
-def load_tenant_template(gw: GatewayState, tenant_id: int, name: str) -> TenantTemplate | None:
-    """The latest version of the tenant's own template called `name`, or None."""
-    from gateway.prompt_templates import store as template_store
-
-    with gw.session_factory() as session:
-        row = template_store.get_version(session, tenant_id, name)
-        return TenantTemplate(name=name, version=row.version, source=row.source) if row else None
-
-
-def prepare_in_thread(gw: GatewayState, run: ChatRun, model_id: str):
-    body, tenant = run.body, run.caller.tenant
-    tenant_template = load_tenant_template(gw, tenant.id, body.template) if body.template and body.canonicalize else None
-    engine = gw.engine
-    return prepare_request(
-        body,
-        templates=gw.templates,
-        tokenizer=engine.tokenizer,
-        model_id=model_id,
-        max_context=engine.max_context,
-        default_max_tokens=gw.settings.default_max_tokens,
-        tenant_template=tenant_template,
-        rules=rules_for(tenant),
+def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest) -> ChatRun:
+    """A run handed only the parts of the gateway it uses."""
+    return ChatRun(
+        caller=caller,
+        body=body,
+        request_id=f"chatcmpl-{uuid.uuid4().hex}",
+        tenant_limits=gw.tenant_limits,
+        recorder=RunRecorder(gw.log_writer, gw.metrics, gw.miss_attributor),
+        background_tasks=gw.background_tasks,
     )
 
 
 async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request) -> ChatRun:
     """Admit and prepare the request and fetch the backend's first output. Raises ApiError."""
-    tenant = caller.tenant
-    run = ChatRun(gw=gw, caller=caller, body=body, request_id=f"chatcmpl-{uuid.uuid4().hex}")
-    if not gw.tenant_limits.try_acquire(tenant.id, tenant.max_concurrency):
-        run.fail("rate_limited")
-        run.finish()
-        raise too_many_requests(f"Tenant {tenant.name!r} is at its limit of concurrent requests; retry shortly.")
-    run.holds_slot = True
+    run = new_run(gw, caller, body)
+    run.admit()
     try:
         if gw.router is None or gw.engine is None:
             raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
-        model_id = resolve_model(gw, body.model)
-        run.model_id = model_id
-        run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run, model_id)
-        run.namespace = cache_namespace(tenant.id, tenant.cache_group, model_id)
+        tenant = caller.tenant
+        run.model_id = resolve_model(gw, body.model)
+        run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run)
+        run.namespace = cache_namespace(tenant.id, tenant.cache_group, run.model_id)
         run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
         backend = gw.router.pick(run.prepared.prompt, run.namespace)
         run.open(backend, request)
@@ -110,6 +75,14 @@ async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionReque
             raise api_error from exc
         raise
     return run
+
+
+def prepare_in_thread(gw: GatewayState, run: ChatRun) -> PreparedRequest:
+    """Load the tenant's template (if the body names one and is canonicalized) and prepare the run's request."""
+    body, tenant = run.body, run.caller.tenant
+    use_own = body.template and body.canonicalize
+    tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if use_own else None
+    return prepare_for_tenant(gw, tenant, body, run.model_id, tenant_template)
 
 
 async def collect_answer(run: ChatRun) -> tuple[str, list[dict] | None]:

@@ -70,8 +70,8 @@ def serve(
 
 
 def run_engine_on_main_thread(server, engine) -> None:
-    """uvicorn on a side thread, the engine's step loop on this one (see engine.Engine.run_here: torch's
-    OpenMP threads spin-wait less for any other thread, ~1.6x slower forwards on 2 cores).
+    """uvicorn on a side thread, the engine's step loop on this one (see engine.Engine.run_here: libgomp
+    cuts its spin-waiting short when a thread other than the main one drives torch's OpenMP threads).
     Ctrl-C or SIGTERM stops the server; its lifespan drains the log writer; then the engine stops."""
     server_done = threading.Event()
 

@@ -1,6 +1,17 @@
-"""Persistence: models, sessions, migrations, the request-log writer and the shared stats queries.
+"""Persistence: the schema, sessions, migrations, the request-log writer, and the queries over the log.
 
-The dashboard imports only this package (models and queries), never the rest of the gateway.
+    models, session, migrate      the SQLAlchemy models, engines and sessions, Alembic upgrades
+    log_row, log_writer           request-log rows normalized, then written off the hot path in batches
+    engine_snapshots              the embedded engine's cache statistics, stored periodically
+    stats_queries                 hit rates, tokens, causes, errors and TTFT percentiles per tenant,
+                                  template and time bucket: the stats API's and the dashboard's figures
+    insight_queries               what the dashboard and the cache doctor read beyond those: tenants,
+                                  log rows, system-prefix sightings, pins, snapshots, series, attainable hits
+    rollup, percentile            building blocks of the two query modules
+    prefix_reuse, doctor(_fixes)  the cache doctor: static-prefix reuse, ranked causes of lost hits, fixes
+
+Every query function takes a session, binds its parameters and never commits. The dashboard
+imports only this package (its models, queries, doctor and sessions), never the rest of the gateway.
 """
 
 from gateway.db.models import (

@@ -27,7 +27,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from gateway.db import insight_queries as dq
+from gateway.db import insight_queries
 from gateway.db.doctor_fixes import CauseFacts, describe_cause
 from gateway.db.models import Tenant
 from gateway.db.prefix_reuse import LogRow, attainable_tokens, estimate_prefix_tokens, mark_first_sightings
@@ -101,10 +101,10 @@ def diagnose(
     tenant = session.get(Tenant, tenant_id)
     if tenant is None:
         raise LookupError(f"no tenant with id {tenant_id}")
-    rows = dq.fetch_log_rows(session, tenant_id, since, until)
+    rows = insight_queries.fetch_log_rows(session, tenant_id, since, until)
     system_keys = {row.system_key for row in rows if row.sections_found and "system" in row.sections_found}
-    sightings = dq.find_system_sightings(session, tenant_id, system_keys, until)
-    pins = dq.list_pins(session, tenant_id, is_active_only=True)
+    sightings = insight_queries.find_system_sightings(session, tenant_id, system_keys, until)
+    pins = insight_queries.list_pins(session, tenant_id, is_active_only=True)
     return diagnose_rows(tenant, rows, sightings, num_active_pins=len(pins))
 
 

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
 from gateway.db.prefix_reuse import DEFAULT_STATIC_FRACTION, LogRow
-from gateway.db.stats_queries import aggregate
 from gateway.db.rollup import finish, rollup
+from gateway.db.stats_queries import aggregate
 
 SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
 """Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""

@@ -108,8 +108,3 @@ def attainable_tokens(rows: Sequence[LogRow], estimate: PrefixEstimate | None = 
         row.cached_tokens if is_first else max(row.cached_tokens, estimate.prefix_tokens(row))
         for row, is_first in zip(rows, firsts)
     ]
-
-
-def sort_rows(rows: Iterable[LogRow]) -> list[LogRow]:
-    """Rows in time order (the order every function here expects)."""
-    return sorted(rows, key=lambda row: row.created_at)

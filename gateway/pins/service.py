@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from gateway.prompt_templates import store as template_store
 from gateway.db.models import Pin, Tenant
 from gateway.db.session import session_scope
+from gateway.prompt_templates import store as template_store
 from gateway.routing.base import cache_namespace
 
 if TYPE_CHECKING:

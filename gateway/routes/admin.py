@@ -10,10 +10,10 @@ from datetime import datetime
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from gateway.tenants import service as tenants
 from gateway.db.models import ApiKey, Tenant
 from gateway.deps import AdminDep, SessionDep, StateDep
 from gateway.errors import bad_request, conflict, not_found
+from gateway.tenants import service as tenants
 from gateway.tenants.dynamic_rules import load_rules
 
 router = APIRouter(prefix="/admin", tags=["admin"])

@@ -7,14 +7,18 @@ the template's lint findings and the rendered prompt.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter
 
-from gateway.chat.service import load_tenant_template, resolve_model
-from gateway.deps import StateDep, TenantDep
-from gateway.chat.prepare import prepare_request
+from gateway.chat.models import resolve_model
+from gateway.chat.prepare import load_tenant_template, prepare_for_tenant
 from gateway.chat.schemas import ChatCompletionRequest
-from gateway.tenants.dynamic_rules import rules_for
+from gateway.deps import StateDep, TenantDep
+
+if TYPE_CHECKING:
+    from gateway.db.models import Tenant
+    from gateway.state import GatewayState
 
 router = APIRouter(tags=["canonicalize"])
 
@@ -30,20 +34,10 @@ async def preview(body: CanonicalizeRequest, tenant: TenantDep, gw: StateDep) ->
     return await asyncio.to_thread(build_preview, gw, tenant, body)
 
 
-def build_preview(gw, tenant, body: CanonicalizeRequest) -> dict:
+def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -> dict:
     """The preview for `tenant` (its own templates and dynamic rules)."""
-    tenant_template = load_tenant_template(gw, tenant.id, body.template) if body.template else None
-    engine = gw.engine
-    prepared = prepare_request(
-        body,
-        templates=gw.templates,
-        tokenizer=engine.tokenizer,
-        model_id=resolve_model(gw, body.model),
-        max_context=engine.max_context,
-        default_max_tokens=gw.settings.default_max_tokens,
-        tenant_template=tenant_template,
-        rules=rules_for(tenant),
-    )
+    tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if body.template else None
+    prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), tenant_template)
     source = tenant_template.source if tenant_template else builtin_source(gw.templates, prepared.template_name)
     return {
         "object": "canonicalization",

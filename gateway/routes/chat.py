@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from gateway.chat import service as chat_service
-from gateway.deps import CallerDep, StateDep
 from gateway.chat.schemas import ChatCompletion, ChatCompletionRequest
 from gateway.chat.streaming import SSE_HEADERS
+from gateway.deps import CallerDep, StateDep
 
 router = APIRouter(tags=["chat"])
 

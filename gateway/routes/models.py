@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.chat.service import served_model_ids
+from gateway.chat.models import served_model_ids
+from gateway.chat.schemas import ModelCard, ModelList
 from gateway.deps import StateDep, TenantDep
 from gateway.errors import not_found
-from gateway.chat.schemas import ModelCard, ModelList
 
 router = APIRouter(tags=["models"])
 

@@ -9,11 +9,11 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from gateway.pins import service as pins
+from engine import QuotaExceededError
 from gateway.db.models import Pin
 from gateway.deps import SessionDep, StateDep, TenantDep
-from engine import QuotaExceededError
 from gateway.errors import bad_request, conflict, from_exception, not_found
+from gateway.pins import service as pins
 from gateway.prompt_templates import TemplateError, TemplateNotFound
 
 router = APIRouter(prefix="/v1/pins", tags=["pins"])

@@ -11,7 +11,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Query
 
-from gateway.db import stats_queries as queries
+from gateway.db import stats_queries
 from gateway.deps import AdminDep, SessionDep, TenantDep
 from gateway.errors import bad_request
 
@@ -43,7 +43,7 @@ def tenant_stats(
 ) -> dict:
     """The caller's requests, tokens, hit rates (actual and raw order), TTFT percentiles, errors, per template."""
     since, until = window(since, until)
-    stats = queries.tenant_stats(session, tenant.id, since, until, bucket)
+    stats = stats_queries.tenant_stats(session, tenant.id, since, until, bucket)
     return {"object": "stats", "tenant": tenant.name, "since": since, "until": until, "bucket": bucket, **stats}
 
 
@@ -56,4 +56,4 @@ def admin_stats(
 ) -> dict:
     """Per-tenant stats for every tenant."""
     since, until = window(since, until)
-    return {"object": "list", "since": since, "until": until, "data": queries.all_tenant_stats(session, since, until)}
+    return {"object": "list", "since": since, "until": until, "data": stats_queries.all_tenant_stats(session, since, until)}

@@ -12,9 +12,9 @@ from datetime import datetime
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from gateway.prompt_templates import store as template_store
 from gateway.deps import SessionDep, StateDep, TenantDep
 from gateway.errors import bad_request, not_found
+from gateway.prompt_templates import store as template_store
 
 router = APIRouter(prefix="/v1/templates", tags=["templates"])
 

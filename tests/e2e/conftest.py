@@ -14,7 +14,6 @@ variables. Its output goes to server.log beside the database.
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest

@@ -10,6 +10,9 @@ to the same cache namespace on the shared engine: take `engine` (the shared
 engine with its unpinned cache flushed first) when a test asserts on
 cached_tokens. `client` is a TestClient on a fresh app (tmp_path SQLite) over `engine`;
 a module that needs another app defines its own `client`.
+
+`smollm` (the default model loaded once, no engine) and `runners` (fp32 CPU ModelRunners
+over it, one per pool shape) serve the engine and bench tests that drive the runner directly.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import torch
 
 from gateway.db import migrate
 from tests.support.db import BACKENDS, create_pg_database, drop_pg_database
@@ -65,3 +69,28 @@ def db_url(request, tmp_path) -> Iterator[str]:
 def migrated_url(db_url) -> str:
     migrate.upgrade(db_url)
     return db_url
+
+
+@pytest.fixture(scope="session")
+def smollm():
+    from engine import load_model
+
+    return load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def runners(smollm):
+    """(num_pages, page_size) -> an fp32 CPU ModelRunner over its own KVPool, built once."""
+    from engine import KVPool, ModelRunner, ModelShape
+
+    built = {}
+
+    def get(num_pages: int, page_size: int):
+        if (num_pages, page_size) not in built:
+            shape = ModelShape.from_config(smollm.config)
+            pool = KVPool(num_pages, page_size, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
+                          head_dim=shape.head_dim, dtype=torch.float32)
+            built[num_pages, page_size] = ModelRunner(smollm, pool, torch.float32, "cpu")
+        return built[num_pages, page_size]
+
+    return get

@@ -7,15 +7,14 @@ database must give an explanatory empty state, never an exception.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
-from tests.support.dashboard_seed import create_seeded_db
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
 from gateway.db.models import RequestLog, Tenant
 from gateway.db.session import make_engine, make_session_factory
+from tests.support.dashboard_seed import create_seeded_db
 from tests.support.paths import REPO_ROOT
 
 APP = str(REPO_ROOT / "dashboard" / "app.py")

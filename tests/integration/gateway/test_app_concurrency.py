@@ -6,9 +6,9 @@ import asyncio
 
 import httpx
 import pytest
-from tests.support.app import chat_body, make_settings, sse_payloads, wait_for_log_rows
 
 from gateway.main import create_app
+from tests.support.app import chat_body, make_settings, sse_payloads, wait_for_log_rows
 
 pytestmark = pytest.mark.slow
 

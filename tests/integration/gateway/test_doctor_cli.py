@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.dashboard_seed import create_seeded_db
 from typer.testing import CliRunner
 
 from gateway.cli import app
+from tests.support.dashboard_seed import create_seeded_db
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.app import create_tenant, wait_for_log_rows
 
 from gateway.db.doctor import diagnose
+from tests.support.app import create_tenant, wait_for_log_rows
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,10 @@ from collections import defaultdict
 from itertools import combinations
 
 import pytest
-from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
 from gateway.prompt_templates import TemplateRegistry
+from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ agent/RAG workload."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
+
 from tests.support.paths import REPO_ROOT
+from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
 
 
 

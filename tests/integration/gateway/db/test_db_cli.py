@@ -6,12 +6,12 @@ import json
 import pytest
 from alembic import command
 from alembic.config import Config
-from tests.support.db import PG_URL
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from gateway.cli import app
 from gateway.db import migrate
+from tests.support.db import PG_URL
 
 runner = CliRunner()
 

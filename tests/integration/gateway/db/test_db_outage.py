@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.support.app import ADMIN_KEY, chat_body, create_tenant
-from tests.support.db import make_outage
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from gateway.db.models import ApiKey, RequestLog
 from gateway.main import create_app
 from gateway.settings import Settings
+from tests.support.app import ADMIN_KEY, chat_body, create_tenant
+from tests.support.db import make_outage
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 
-from gateway.db import insight_queries as dq
+from gateway.db import insight_queries
 from gateway.db.doctor import diagnose
 from gateway.db.prefix_reuse import attainable_tokens
 from gateway.db.session import make_engine, make_session_factory, session_scope
+from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 
@@ -28,21 +28,21 @@ def session(migrated_url):  # noqa: F811
 
 def test_doctor_ranks_every_seeded_tenant(session):
     for name, code in EXPECTED_TOP_CAUSE.items():
-        assert diagnose(session, dq.find_tenant(session, name).id).causes[0].code == code, name
+        assert diagnose(session, insight_queries.find_tenant(session, name).id).causes[0].code == code, name
 
 
 def test_sql_attainable_equals_python_attainable(session):
     by_tenant: dict[int, list] = {}
-    for row in dq.fetch_log_rows(session, None):
+    for row in insight_queries.fetch_log_rows(session, None):
         if row.prompt_tokens > 0:
             by_tenant.setdefault(row.tenant_id, []).append(row)
     expected = {tid: sum(attainable_tokens(rows)) for tid, rows in by_tenant.items()}
-    assert dq.attainable_by_tenant(session, NOW - timedelta(days=1), NOW + timedelta(minutes=1)) == expected
+    assert insight_queries.attainable_by_tenant(session, NOW - timedelta(days=1), NOW + timedelta(minutes=1)) == expected
 
 
 def test_series_by_template_adds_up_to_the_tenant_totals(session):
-    acme = dq.find_tenant(session, "acme").id
-    rows = dq.hit_rate_series_by(session, "template", acme, None, None, "hour")
+    acme = insight_queries.find_tenant(session, "acme").id
+    rows = insight_queries.hit_rate_series_by(session, "template", acme, None, None, "hour")
     assert {row["template"] for row in rows} == {"agent", "rag"}
     assert sum(row["requests"] for row in rows) == 41
     assert sum(row["cached_tokens"] for row in rows) == 39 * 800
@@ -50,14 +50,14 @@ def test_series_by_template_adds_up_to_the_tenant_totals(session):
 
 
 def test_system_sightings_find_the_other_tenant(session):
-    umbrella = dq.find_tenant(session, "umbrella").id
-    sightings = dq.find_system_sightings(session, umbrella, {("sysA", "toolsA"), ("sysG", None)})
+    umbrella = insight_queries.find_tenant(session, "umbrella").id
+    sightings = insight_queries.find_system_sightings(session, umbrella, {("sysA", "toolsA"), ("sysG", None)})
     assert [s.tenant_name for s in sightings[("sysA", "toolsA")]] == ["acme"]
     assert ("sysG", None) not in sightings  # globex sends raw order: no canonical prefix to share
 
 
 def test_pins_and_engine_snapshots_are_listed(session):
-    acme = dq.find_tenant(session, "acme").id
-    assert [p.hits for p in dq.list_pins(session, acme, is_active_only=True)] == [39]
-    snapshots = dq.list_engine_snapshots(session, None, None)
+    acme = insight_queries.find_tenant(session, "acme").id
+    assert [p.hits for p in insight_queries.list_pins(session, acme, is_active_only=True)] == [39]
+    snapshots = insight_queries.list_engine_snapshots(session, None, None)
     assert [s.num_evictions for s in snapshots] == [3 * i for i in range(12)]

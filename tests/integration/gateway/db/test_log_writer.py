@@ -10,13 +10,13 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-from tests.support.db import PostgresOutage, SqliteOutage
 from sqlalchemy import event, select
 from sqlalchemy.exc import OperationalError
 
 from gateway.db import RequestLog, make_engine, make_session_factory
 from gateway.db.log_writer import LogWriter
 from gateway.insight.metrics import Metrics
+from tests.support.db import PostgresOutage, SqliteOutage
 
 
 def make_row(index: int, **overrides) -> dict:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from gateway.chat.run import ChatRun
-from gateway.db.models import REQUEST_LOG_COLUMNS
 from gateway.canonicalize import canonicalize
 from gateway.chat.prepare import PreparedRequest
-from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.chat.record import RunRecorder
+from gateway.chat.run import ChatRun
 from gateway.chat.schemas import ChatCompletionRequest
-from gateway.settings import Settings
-from gateway.state import GatewayState, TenantLimits
+from gateway.db.models import REQUEST_LOG_COLUMNS
+from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.tenants.limits import TenantLimits
 
 
 class RecordingLog:
@@ -52,20 +52,22 @@ class FakeBackend:
                 self.abort(request_id)
 
 
-def make_run(backend: FakeBackend) -> tuple[ChatRun, GatewayState, RecordingLog]:
+def make_run(backend: FakeBackend) -> tuple[ChatRun, RecordingLog]:
+    """An admitted run handed only its parts (tenant limits, a recorder, a task set), no GatewayState."""
     log = RecordingLog()
-    gw = GatewayState(settings=Settings(), db_engine=None, session_factory=None, log_writer=log,
-                      tenant_limits=TenantLimits(4))
     tenant = SimpleNamespace(id=7, name="acme", cache_group=None, max_concurrency=None)
     body = ChatCompletionRequest(model="default", messages=[{"role": "user", "content": "hi"}])
-    run = ChatRun(gw=gw, caller=SimpleNamespace(tenant=tenant, api_key_id=3), body=body, request_id="chatcmpl-x")
-    assert gw.tenant_limits.try_acquire(7, None)
-    run.holds_slot = True
+    run = ChatRun(
+        caller=SimpleNamespace(tenant=tenant, api_key_id=3), body=body, request_id="chatcmpl-x",
+        tenant_limits=TenantLimits(4), recorder=RunRecorder(log_writer=log), background_tasks=set(),
+    )
+    run.admit()
+    assert run.tenant_limits.num_active(7) == 1
     sections = canonicalize(body.body_dict())
     prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
     run.prepared = PreparedRequest(prompt, GenerationParams(), sections, prompt.token_ids, {}, "chat", None, True)
     run.namespace = "tenant:7|m"
-    return run, gw, log
+    return run, log
 
 
 async def drain(run: ChatRun) -> str:
@@ -74,7 +76,7 @@ async def drain(run: ChatRun) -> str:
 
 async def test_finished_run_writes_one_row_with_request_log_columns_and_releases_its_slot():
     backend = FakeBackend()
-    run, gw, log = make_run(backend)
+    run, log = make_run(backend)
     run.open(backend, None)
     await run.prefetch()
     assert await drain(run) == "t0t1t2"
@@ -85,17 +87,17 @@ async def test_finished_run_writes_one_row_with_request_log_columns_and_releases
     assert (row["tenant_id"], row["api_key_id"], row["backend"], row["status"]) == (7, 3, "fake", "ok")
     assert (row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == (10, 4, 3)
     assert row["system_hash"] and row["question_hash"] and row["template"] == "chat"
-    assert row["ttft_ms"] == 10.0 and gw.tenant_limits.num_active(7) == 0 and backend.aborted == []
+    assert row["ttft_ms"] == 10.0 and run.tenant_limits.num_active(7) == 0 and backend.aborted == []
 
 
 async def test_finishing_before_the_backend_is_done_aborts_it():
     backend = FakeBackend(num_chunks=50)
-    run, gw, log = make_run(backend)
+    run, log = make_run(backend)
     run.open(backend, None)
     await run.prefetch()
     run.fail("client_disconnected")
     run.finish()
-    await asyncio.gather(*gw.background_tasks)
+    await asyncio.gather(*run.background_tasks)
     assert backend.aborted == ["chatcmpl-x"]
     assert log.rows[0]["status"] == "error" and log.rows[0]["error_code"] == "client_disconnected"
 
@@ -106,7 +108,7 @@ async def test_disconnect_watcher_aborts_the_backend_request():
             return True
 
     backend = FakeBackend(num_chunks=50, delay_s=0.01)
-    run, gw, log = make_run(backend)
+    run, log = make_run(backend)
     run.open(backend, GoneRequest())
     await asyncio.sleep(0.05)
     assert backend.aborted == ["chatcmpl-x"] and run.error_code == "client_disconnected"

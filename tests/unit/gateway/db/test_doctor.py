@@ -6,12 +6,12 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
-from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 
 from gateway.db.doctor import diagnose, diagnose_rows
 from gateway.db.models import Base
 from gateway.db.prefix_reuse import LogRow, attainable_tokens, estimate_prefix_tokens
 from gateway.db.session import make_engine, make_session_factory
+from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.state import TenantLimits
+from gateway.tenants.limits import TenantLimits
 
 
 def test_try_acquire_refuses_past_the_tenants_limit_and_release_frees_a_slot():
