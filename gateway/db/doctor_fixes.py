@@ -5,8 +5,10 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gateway.db.prefix_reuse import LogRow
+if TYPE_CHECKING:
+    from gateway.db.doctor_queries import LossGroup
 
 TITLES = {
     "dynamic_content": "Dynamic content in the prefix",
@@ -17,6 +19,15 @@ TITLES = {
     "cold_start": "Cold starts (too few requests per prefix)",
     "isolation": "Tenant isolation (same prefix in other tenants)",
 }
+COUNTERFACTUALS = {
+    "dynamic_content": "canonical order (dynamic content hoisted), unbounded cache",
+    "section_order": "canonical order, unbounded cache",
+    "tools_vary": "canonical order / static prefix cached before first use",
+    "context_first": "canonical order, unbounded cache",
+    "eviction": "unbounded cache of the tenant's traffic",
+    "cold_start": "static prefix cached (pinned) before first use",
+    "isolation": "one cache group with the tenants that sent the same system prefix",
+}
 
 
 @dataclass
@@ -24,13 +35,15 @@ class CauseFacts:
     """What the doctor noticed while classifying, used to word details and fixes."""
 
     tenant: object
-    rows: list[LogRow]
+    groups: list[LossGroup]
     num_active_pins: int = 0
     patterns: Counter = field(default_factory=Counter)
     partners: dict = field(default_factory=lambda: defaultdict(set))
 
-    def note_patterns(self, comma_list: str) -> None:
-        self.patterns.update(name for name in comma_list.split(",") if name)
+    def note_patterns(self, comma_list: str, num_requests: int = 1) -> None:
+        for name in comma_list.split(","):
+            if name:
+                self.patterns[name] += num_requests
 
     def note_isolation(self, system_key: tuple, sightings: list) -> None:
         for sighting in sightings:
@@ -72,8 +85,8 @@ def describe_order(facts: CauseFacts) -> tuple[str, str]:
 
 def describe_tools(facts: CauseFacts) -> tuple[str, str]:
     tool_lists = defaultdict(set)
-    for row in facts.rows:
-        tool_lists[row.system_hash].add(row.tools_hash)
+    for group in facts.groups:
+        tool_lists[group.system_hash].add(group.tools_hash)
     most = max((len(v) for v in tool_lists.values()), default=0)
     return (
         f"up to {most} distinct tool lists sent with the same system prompt; unsorted tools count too",
@@ -91,18 +104,21 @@ def describe_context(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_eviction(facts: CauseFacts) -> tuple[str, str]:
-    gaps = reuse_gaps_s(facts.rows)
-    gap = f"median {statistics.median(gaps) / 60:.1f} min between reuses" if gaps else "no reuse gaps measured"
+    evicted = [g for g in facts.groups if g.eviction > 0]
+    num_requests = sum(g.requests for g in evicted)
     quota = getattr(facts.tenant, "pin_quota_tokens", 0) or 0
     return (
-        f"known prefixes missed on reuse ({gap}); {facts.num_active_pins} active pins, pin quota {quota} tokens",
+        f"{num_requests} requests prefilled prefixes an unbounded cache of this tenant's traffic still held; "
+        f"{facts.num_active_pins} active pins, pin quota {quota} tokens",
         "Pin the tenant's hottest static prefixes (POST /v1/pins, raise pin_quota_tokens if needed) and/or "
         "give the engine a larger KV cache (RADIXGATE_ENGINE__KV_CACHE_TOKENS).",
     )
 
 
 def describe_cold_start(facts: CauseFacts) -> tuple[str, str]:
-    uses = Counter(row.static_key for row in facts.rows)
+    uses: Counter = Counter()
+    for group in facts.groups:
+        uses[group.static_key] += group.requests
     once = sum(1 for count in uses.values() if count == 1)
     median = statistics.median(uses.values()) if uses else 0
     return (
@@ -121,15 +137,3 @@ def describe_isolation(facts: CauseFacts) -> tuple[str, str]:
         f"Put {facts.tenant.name} and {', '.join(partners)} in one cache_group (e.g. `{group}`) so they "
         "share the cached prefix (only do this for tenants allowed to share timing side channels).",
     )
-
-
-def reuse_gaps_s(rows: list[LogRow]) -> list[float]:
-    """Seconds between consecutive requests with the same static key."""
-    last_seen = {}
-    gaps = []
-    for row in rows:
-        previous = last_seen.get(row.static_key)
-        if previous is not None:
-            gaps.append((row.created_at - previous).total_seconds())
-        last_seen[row.static_key] = row.created_at
-    return gaps
