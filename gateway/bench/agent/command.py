@@ -29,7 +29,9 @@ def agent(
                                         help="KV cache of the server this command starts (ignored with --url)."),
     shadow_overhead: bool = typer.Option(False, "--shadow-overhead",
                                          help="Instead: requests/s with and without the canonical shadow, two servers side by side."),
-    repeats: int = typer.Option(3, "--repeat", min=1, help="Repeats per server with --shadow-overhead (medians reported)."),
+    shadow_cost: bool = typer.Option(False, "--shadow-cost",
+                                     help="Instead: the canonical shadow's work per raw request, timed in-process (no server)."),
+    repeats: int = typer.Option(3, "--repeat", min=1, help="Repeats with --shadow-overhead / --shadow-cost (medians reported)."),
 ) -> None:
     """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
     from gateway.bench.agent.run import run_agent_bench
@@ -39,6 +41,8 @@ def agent(
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
     if shadow_overhead:
         return overhead(rows, kv_cache_tokens, repeats, concurrency, json_out)
+    if shadow_cost:
+        return cost(rows, repeats, json_out)
     if url is not None:
         result = run_agent_bench(url, admin_key, rows, concurrency=concurrency, progress=print_progress)
     else:
@@ -74,6 +78,18 @@ def overhead(rows: list[dict], kv_cache_tokens: int, repeats: int, concurrency: 
     typer.echo(f"requests/s with the canonical shadow     {result['requests_per_s_with_canonical_shadow']:.3f}")
     typer.echo(f"requests/s without the canonical shadow  {result['requests_per_s_without_canonical_shadow']:.3f}")
     typer.echo(f"slowdown                                 {result['slowdown']:.1%} (medians of {repeats} repeats)")
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
+
+
+def cost(rows: list[dict], repeats: int, json_out: Path | None) -> None:
+    from gateway.bench.agent.shadow_cost import run_shadow_cost
+    from gateway.settings import Settings
+
+    result = run_shadow_cost(rows, Settings().resolved_templates_dir(), repeats)
+    typer.echo(f"raw request preparation (request path)   {result['raw_prepare_ms_per_request']:.3f} ms/request")
+    typer.echo(f"canonical shadow work (its worker)       {result['canonical_shadow_ms_per_request']:.3f} ms/request")
     if json_out is not None:
         json_out.write_text(json.dumps(result, indent=2) + "\n")
         typer.echo(f"wrote {json_out}")
