@@ -127,7 +127,7 @@ def build_services(gw: GatewayState) -> None:
         from gateway.insight.counterfactual import CanonicalShadow
 
         index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-        gw.canonical_shadow = CanonicalShadow(index)
+        gw.canonical_shadow = CanonicalShadow(index, gw.engine.tokenizer if gw.engine is not None else None)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
         from gateway.db.engine_snapshots import EngineSnapshotter

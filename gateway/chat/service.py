@@ -103,7 +103,7 @@ def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures
 
     def render():
         own = load_tenant_template(gw.session_factory, tenant_id, name) if name else None
-        return render_canonical(gw.templates, prepared.sections, gw.engine.tokenizer, name, own)
+        return render_canonical(gw.templates, prepared.sections, shadow.tokenizer or gw.engine.tokenizer, name, own)
 
     return shadow.observe_later(run.namespace, render)
 

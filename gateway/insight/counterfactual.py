@@ -17,6 +17,8 @@ arrival order, as the engine would have seen the requests. A request's figures:
     system_prefix_tokens   its system + tools part, what tenants of one cache group can share
 
 Memory is bounded like the raw shadow's: LRU pages per domain, LRU domains (see ShadowIndex).
+`tokenizer` is the given one behind an EncodeCache owned by the worker: a tenant's static
+segments repeat, so rendering a raw request canonically mostly looks their ids up.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import logging
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
+from gateway.canonicalize.encode_cache import EncodeCache
 from gateway.insight.shadow import ShadowIndex
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,9 @@ class CanonicalFigures:
 class CanonicalShadow:
     """The canonical-order shadow index and the one worker thread that feeds it."""
 
-    def __init__(self, index: ShadowIndex) -> None:
+    def __init__(self, index: ShadowIndex, tokenizer: Any = None) -> None:
         self.index = index
+        self.tokenizer = EncodeCache(tokenizer) if tokenizer is not None else None  # use on the worker only
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="canonical-shadow")
 
     def observe(self, namespace: Hashable, prompt: CanonicalPrompt) -> CanonicalFigures:

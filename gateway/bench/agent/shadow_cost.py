@@ -5,7 +5,7 @@ For each workload row sent raw (canonicalize: false), the request path prepares 
 then, on its own worker, renders and tokenizes the canonical prompt and walks its radix index
 (`render_canonical` + `CanonicalShadow.observe`). Both are timed on the same rows with the
 default model's tokenizer and the built-in templates (no engine, no server); medians over
-`repeats` passes, each on fresh shadow indexes. It prices the work, not its effect on a loaded
+`repeats` passes, each on fresh shadow indexes and a fresh encode cache, as the gateway's shadow uses. It prices the work, not its effect on a loaded
 server: that is what `--shadow-overhead` measures.
 """
 
@@ -33,7 +33,7 @@ def load_tokenizer():
 
 def time_pass(rows: list[dict], templates, tokenizer) -> tuple[float, float]:
     """Seconds of (raw preparation, canonical shadow work) over all rows, one pass."""
-    shadow = CanonicalShadow(ShadowIndex(page_size=16))
+    shadow = CanonicalShadow(ShadowIndex(page_size=16), tokenizer)
     prepare_s = shadow_s = 0.0
     try:
         for row in rows:
@@ -42,7 +42,7 @@ def time_pass(rows: list[dict], templates, tokenizer) -> tuple[float, float]:
             prepared = prepare_request(body, templates=templates, tokenizer=tokenizer, model_id="m",
                                        max_context=MAX_CONTEXT, default_max_tokens=8)
             middle = time.perf_counter()
-            canonical = render_canonical(templates, prepared.sections, tokenizer, body.template, None)
+            canonical = render_canonical(templates, prepared.sections, shadow.tokenizer, body.template, None)
             shadow.observe(row["tenant"], canonical)
             prepare_s, shadow_s = prepare_s + middle - start, shadow_s + time.perf_counter() - middle
     finally:
