@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db import doctor_queries, insight_queries
 from gateway.db.doctor_fixes import COUNTERFACTUALS, CauseFacts, describe_cause
-from gateway.db.doctor_queries import LossGroup, TtftFit
+from gateway.db.doctor_queries import LossGroup, SharedKey, TtftFit
 from gateway.db.models import Tenant
 
 SPEEDUP_MODEL = "prefill time ~ uncached prompt tokens (summed over the window's requests)"
@@ -118,25 +118,27 @@ def diagnose(
     tenant = session.get(Tenant, tenant_id)
     if tenant is None:
         raise LookupError(f"no tenant with id {tenant_id}")
-    groups = doctor_queries.loss_groups(session, tenant_id, since, until)
-    system_keys = {g.system_key for g in groups if g.shared > 0 and g.system_hash}
-    sightings = insight_queries.find_system_sightings(session, tenant_id, system_keys, until)
+    window = (tenant_id, since, until)
+    groups = doctor_queries.loss_groups(session, *window)
+    shared_keys = doctor_queries.shared_by_system_key(session, *window)
+    sightings = insight_queries.find_system_sightings(session, tenant_id, {k.system_key for k in shared_keys}, until)
     pins = insight_queries.list_pins(session, tenant_id, is_active_only=True)
+    facts = CauseFacts(tenant=tenant, groups=groups, num_active_pins=len(pins),
+                       num_tool_lists=doctor_queries.count_tool_lists(session, *window))
+    for patterns, count in doctor_queries.pattern_counts(session, *window).items():
+        facts.note_patterns(patterns, count)
     return diagnose_groups(
-        tenant, groups, sightings,
-        num_requests=doctor_queries.count_requests(session, tenant_id, since, until),
-        fit=doctor_queries.ttft_fit(session, tenant_id, since, until),
-        num_active_pins=len(pins),
+        tenant, groups, isolated_keys(shared_keys, sightings, tenant.cache_group, facts), facts,
+        num_requests=doctor_queries.count_requests(session, *window), fit=doctor_queries.ttft_fit(session, *window),
     )
 
 
 def diagnose_groups(
-    tenant, groups: list[LossGroup], sightings: dict, *, num_requests: int, fit: TtftFit | None = None,
-    num_active_pins: int = 0,
+    tenant, groups: list[LossGroup], isolated: list[SharedKey], facts: CauseFacts, *, num_requests: int,
+    fit: TtftFit | None = None,
 ) -> Diagnosis:
     """The analysis behind `diagnose`, on the loss groups already summed."""
-    facts = CauseFacts(tenant=tenant, groups=groups, num_active_pins=num_active_pins)
-    lost, requests = attribute(groups, isolated_keys(groups, sightings, tenant.cache_group, facts), facts)
+    lost, requests = attribute(groups, isolated)
     before = sum(g.uncached_tokens for g in groups)
     prompt = sum(g.prompt_tokens for g in groups)
     line = fit.line() if fit is not None else None
@@ -168,24 +170,21 @@ def diagnose_groups(
     )
 
 
-def isolated_keys(groups: list[LossGroup], sightings: dict, cache_group: str | None, facts: CauseFacts) -> set:
-    """System keys another tenant outside `cache_group` sent (canonical order) before this tenant did."""
-    first_seen: dict[tuple, datetime] = {}
-    for g in groups:
-        if g.system_key not in first_seen or g.first_seen < first_seen[g.system_key]:
-            first_seen[g.system_key] = g.first_seen
-    isolated = set()
-    for key, seen in first_seen.items():
-        earlier = [s for s in sightings.get(key, []) if s.first_seen <= seen]
+def isolated_keys(shared_keys: list[SharedKey], sightings: dict, cache_group: str | None, facts: CauseFacts) -> list:
+    """The system prefixes another tenant outside `cache_group` sent (canonical order) before this tenant did."""
+    isolated = []
+    for key in shared_keys:
+        earlier = [s for s in sightings.get(key.system_key, []) if s.first_seen <= key.first_seen]
         outside = [s for s in earlier if cache_group is None or s.cache_group != cache_group]
         if outside:
-            facts.note_isolation(key, outside)
-            isolated.add(key)
+            facts.note_isolation(key.system_key, outside)
+            isolated.append(key)
     return isolated
 
 
-def attribute(groups: list[LossGroup], isolated: set, facts: CauseFacts) -> tuple[Counter, Counter]:
-    """Lost tokens and losing requests per cause (rules in the module docstring)."""
+def attribute(groups: list[LossGroup], isolated: list[SharedKey]) -> tuple[Counter, Counter]:
+    """Lost tokens and losing requests per cause (rules in the module docstring). The isolated
+    system prefixes' part of the cold loss is isolation's; the rest stays with the cold causes."""
     lost: Counter = Counter()
     requests: Counter = Counter()
 
@@ -194,29 +193,22 @@ def attribute(groups: list[LossGroup], isolated: set, facts: CauseFacts) -> tupl
             lost[code] += tokens
             requests[code] += num_requests
 
+    cold, cold_requests = Counter(), Counter()
     for g in groups:
         add("eviction", g.eviction, g.num_eviction)
-        add(order_cause(g, facts), g.order, g.num_order)
-        is_isolated = g.system_key in isolated
-        shared = g.shared if is_isolated else 0
-        add("isolation", shared, g.num_shared)
-        num_cold = g.num_cold_beyond_shared if is_isolated else g.num_cold
-        add("tools_vary" if g.miss_cause == "tools" else "cold_start", g.cold - shared, num_cold)
+        if g.order_cause is not None:
+            add(g.order_cause, g.order, g.num_order)
+        cold[g.cold_cause] += g.cold
+        cold_requests[g.cold_cause] += g.num_cold
+    shared = sum(k.shared for k in isolated)
+    add("isolation", shared, sum(k.num_shared for k in isolated))
+    moved = sum(k.num_shared - k.num_cold_beyond_shared for k in isolated)  # rows isolation explains whole
+    for code in ("cold_start", "tools_vary"):  # isolation's tokens come out of the cold causes, cold_start first
+        taken = min(shared, cold[code])
+        num_taken = min(moved, cold_requests[code]) if taken else 0
+        shared, moved = shared - taken, moved - num_taken
+        add(code, cold[code] - taken, cold_requests[code] - num_taken)
     return lost, requests
-
-
-def order_cause(group: LossGroup, facts: CauseFacts) -> str:
-    """Which ordering cause a raw-order group's loss is named after, from its signals."""
-    if group.dynamic_patterns:
-        if group.order > 0:
-            facts.note_patterns(group.dynamic_patterns, group.requests)
-        return "dynamic_content"
-    found = set((group.sections_found or "").split(","))
-    if not group.was_canonical and "context" in found:
-        return "context_first"
-    if not group.was_canonical and "tools" in found:
-        return "tools_vary"
-    return "section_order"
 
 
 def build_cause(code: str, lost: int, total_lost: int, num_requests: int, facts: CauseFacts, speedup) -> Cause:

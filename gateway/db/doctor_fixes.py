@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ class CauseFacts:
     tenant: object
     groups: list[LossGroup]
     num_active_pins: int = 0
+    num_tool_lists: int = 0
     patterns: Counter = field(default_factory=Counter)
     partners: dict = field(default_factory=lambda: defaultdict(set))
 
@@ -84,12 +84,8 @@ def describe_order(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_tools(facts: CauseFacts) -> tuple[str, str]:
-    tool_lists = defaultdict(set)
-    for group in facts.groups:
-        tool_lists[group.system_hash].add(group.tools_hash)
-    most = max((len(v) for v in tool_lists.values()), default=0)
     return (
-        f"up to {most} distinct tool lists sent with the same system prompt; unsorted tools count too",
+        f"{facts.num_tool_lists} distinct tool lists sent; unsorted tools and changed lists break the prefix",
         "Send one fixed, complete tool list on every request, sorted by name and serialized with sorted "
         "keys (or turn on canonicalization, which sorts them); the model ignores tools it does not need.",
     )
@@ -104,8 +100,7 @@ def describe_context(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_eviction(facts: CauseFacts) -> tuple[str, str]:
-    evicted = [g for g in facts.groups if g.eviction > 0]
-    num_requests = sum(g.requests for g in evicted)
+    num_requests = sum(g.num_eviction for g in facts.groups)
     quota = getattr(facts.tenant, "pin_quota_tokens", 0) or 0
     return (
         f"{num_requests} requests prefilled prefixes an unbounded cache of this tenant's traffic still held; "
@@ -116,13 +111,11 @@ def describe_eviction(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_cold_start(facts: CauseFacts) -> tuple[str, str]:
-    uses: Counter = Counter()
-    for group in facts.groups:
-        uses[group.static_key] += group.requests
-    once = sum(1 for count in uses.values() if count == 1)
-    median = statistics.median(uses.values()) if uses else 0
+    num_cold = sum(g.num_cold for g in facts.groups)
+    num_requests = sum(g.requests for g in facts.groups)
     return (
-        f"{len(uses)} distinct static prefixes, {once} used only once; median {median:g} requests per prefix",
+        f"{num_cold} of {num_requests} requests sent a static prefix (system, tools, documents) "
+        "new to the tenant's cache domain",
         "Reduce distinct prefixes (one template version, a fixed tool list, sort_context_by_id for RAG) "
         "and pin the prefixes you know are hot so their first request hits too.",
     )

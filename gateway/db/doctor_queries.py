@@ -18,8 +18,11 @@ system + tools part `system_prefix_tokens`). Per row, in tokens that had to be p
 each clamped at 0. Rows without a canonical figure (written before it existed, or with the
 canonical shadow off) count the canonical order as what they got, so they gain nothing.
 
-`loss_groups` sums these (and counts the rows with each gain) per signature (the columns the doctor's cause rules read), in one
-GROUP BY over the tenant's window: the work is in SQL, the few groups come back to Python.
+`loss_groups` names each row's ordering and cold causes in SQL (the rules of gateway/db/doctor.py)
+and sums the gains (and counts the rows with each) per pair of names: one GROUP BY over the
+tenant's window that reads only the ix_request_log_doctor index, so a handful of groups come back
+to Python whatever the window's size. `shared_by_system_key` and `pattern_counts` fetch the few
+rows behind the isolation and dynamic-content figures.
 """
 
 from __future__ import annotations
@@ -27,14 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Float, case, cast, func, select
+from sqlalchemy import Float, and_, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models import RequestLog as R
 from gateway.db.stats_queries import window
 
-SIGNATURE = ("canonicalized", "was_canonical", "dynamic_patterns", "sections_found", "miss_cause",
-             "system_hash", "tools_hash", "context_hash")
 SUMS = ("requests", "prompt_tokens", "cached_tokens", "uncached_tokens", "raw_cached_tokens",
         "canonical_cached_tokens", "canonical_prompt_tokens", "eviction", "order", "cold", "shared",
         "num_eviction", "num_order", "num_cold", "num_shared", "num_cold_beyond_shared")
@@ -42,17 +43,11 @@ SUMS = ("requests", "prompt_tokens", "cached_tokens", "uncached_tokens", "raw_ca
 
 @dataclass(frozen=True)
 class LossGroup:
-    """Summed counterfactual gains (see the module docstring) of rows with one signature."""
+    """Summed counterfactual gains (see the module docstring) of rows whose raw order loses to
+    `order_cause` (None: canonicalized rows) and whose cold static prefix is `cold_cause`'s."""
 
-    canonicalized: bool
-    was_canonical: bool
-    dynamic_patterns: str | None
-    sections_found: str | None
-    miss_cause: str | None
-    system_hash: str | None
-    tools_hash: str | None
-    context_hash: str | None
-    first_seen: datetime
+    order_cause: str | None
+    cold_cause: str
     requests: int
     prompt_tokens: int
     cached_tokens: int
@@ -70,13 +65,21 @@ class LossGroup:
     num_shared: int
     num_cold_beyond_shared: int
 
+
+@dataclass(frozen=True)
+class SharedKey:
+    """A system prefix (system_hash, tools_hash) that was new to the tenant's cache domain."""
+
+    system_hash: str | None
+    tools_hash: str | None
+    first_seen: datetime
+    shared: int  # its summed `shared` gain
+    num_shared: int
+    num_cold_beyond_shared: int
+
     @property
     def system_key(self) -> tuple:
         return (self.system_hash, self.tools_hash)
-
-    @property
-    def static_key(self) -> tuple:
-        return (self.system_hash, self.tools_hash, self.context_hash)
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,8 @@ def positive(value):
     return case((value > 0, value), else_=0)
 
 
-def gain_columns() -> list:
-    """The per-row gains of the module docstring, summed, labelled as in SUMS."""
+def gains() -> dict:
+    """The per-row gains of the module docstring, as SQL expressions."""
     canonical = func.coalesce(R.canonical_cached_tokens, R.cached_tokens)
     canonical_prompt = func.coalesce(R.canonical_prompt_tokens, R.prompt_tokens)
     shadow = func.coalesce(R.shadow_cached_tokens, R.cached_tokens)
@@ -124,7 +127,34 @@ def gain_columns() -> list:
     best = larger(canonical, R.cached_tokens)
     cold = positive(smaller(func.coalesce(R.static_prefix_tokens, 0), canonical_prompt) - best)
     shared = positive(smaller(func.coalesce(R.system_prefix_tokens, 0), canonical_prompt) - best)
-    raw_cached = case((is_canonical, shadow), else_=R.cached_tokens)
+    return {"canonical": canonical, "canonical_prompt": canonical_prompt, "shadow": shadow, "eviction": eviction,
+            "order": order, "cold": cold, "shared": shared}
+
+
+def order_cause():
+    """The ordering cause a raw row's loss is named after, from its signals (None: canonicalized)."""
+    found = func.coalesce(R.sections_found, "")
+    is_layout_off = R.was_canonical.is_(False)
+    return case(
+        (R.canonicalized.is_(True), None),
+        (R.dynamic_patterns.is_not(None), "dynamic_content"),
+        (and_(is_layout_off, found.like("%context%")), "context_first"),
+        (and_(is_layout_off, found.like("%tools%")), "tools_vary"),
+        else_="section_order",
+    )
+
+
+def cold_cause():
+    """A cold static prefix is a changed tool list where the miss attribution says so."""
+    return case((R.miss_cause == "tools", "tools_vary"), else_="cold_start")
+
+
+def gain_columns() -> list:
+    """The gains summed and counted, labelled as in SUMS."""
+    g = gains()
+    canonical, canonical_prompt, shadow = g["canonical"], g["canonical_prompt"], g["shadow"]
+    eviction, order, cold, shared = g["eviction"], g["order"], g["cold"], g["shared"]
+    raw_cached = case((R.canonicalized.is_(True), shadow), else_=R.cached_tokens)
     sums = {
         "requests": func.count(),
         "prompt_tokens": func.sum(R.prompt_tokens),
@@ -145,14 +175,48 @@ def gain_columns() -> list:
 
 
 def loss_groups(session: Session, tenant_id: int, since: datetime | None, until: datetime | None) -> list[LossGroup]:
-    """The tenant's rows with prompt tokens in [since, until), summed per signature."""
-    signature = [getattr(R, name) for name in SIGNATURE]
+    """The tenant's rows with prompt tokens in [since, until), summed per (order cause, cold cause)."""
+    causes = [order_cause().label("order_cause"), cold_cause().label("cold_cause")]
     query = (
-        select(*signature, func.min(R.created_at).label("first_seen"), *gain_columns())
+        select(*causes, *gain_columns())
         .where(*window(tenant_id, since, until), R.prompt_tokens > 0)
-        .group_by(*signature)
+        .group_by(*causes)
     )
     return [LossGroup(**row._mapping) for row in session.execute(query)]
+
+
+def shared_by_system_key(
+    session: Session, tenant_id: int, since: datetime | None, until: datetime | None
+) -> list[SharedKey]:
+    """Per system prefix of the rows with a `shared` gain (the first sightings of a system prefix in
+    the domain): when it was first sent, and its gains."""
+    g = gains()
+    shared, cold = g["shared"], g["cold"]
+    keys = [R.system_hash, R.tools_hash]
+    query = (
+        select(*keys, func.min(R.created_at).label("first_seen"), func.sum(shared).label("shared"),
+               func.count().label("num_shared"), func.sum(case((cold > shared, 1), else_=0)).label("num_cold_beyond_shared"))
+        .where(*window(tenant_id, since, until), R.prompt_tokens > 0, shared > 0, R.system_hash.is_not(None))
+        .group_by(*keys)
+    )
+    return [SharedKey(**row._mapping) for row in session.execute(query)]
+
+
+def pattern_counts(session: Session, tenant_id: int, since: datetime | None, until: datetime | None) -> dict[str, int]:
+    """Raw rows that lost tokens to their order, per comma list of dynamic patterns found."""
+    query = (
+        select(R.dynamic_patterns, func.count())
+        .where(*window(tenant_id, since, until), R.prompt_tokens > 0, R.dynamic_patterns.is_not(None),
+               gains()["order"] > 0)
+        .group_by(R.dynamic_patterns)
+    )
+    return {patterns: int(count) for patterns, count in session.execute(query)}
+
+
+def count_tool_lists(session: Session, tenant_id: int, since: datetime | None, until: datetime | None) -> int:
+    """Distinct tool lists (tools_hash) the tenant sent in the window."""
+    query = select(func.count(func.distinct(R.tools_hash))).where(*window(tenant_id, since, until))
+    return int(session.scalar(query) or 0)
 
 
 def count_requests(session: Session, tenant_id: int, since: datetime | None, until: datetime | None) -> int:

@@ -162,6 +162,14 @@ STATS_COLUMNS = (
 )
 
 
+# What the doctor's loss query reads, behind tenant and time: its index covers it.
+DOCTOR_COLUMNS = (
+    "tenant_id", "created_at", "canonicalized", "was_canonical", "miss_cause", "sections_found", "dynamic_patterns",
+    "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "canonical_cached_tokens", "canonical_prompt_tokens",
+    "static_prefix_tokens", "system_prefix_tokens",
+)
+
+
 class RequestLog(Base):
     """One row per chat request, written off the hot path by the log writer. No prompt text."""
 
@@ -170,6 +178,8 @@ class RequestLog(Base):
         Index("ix_request_log_tenant_created", "tenant_id", "created_at", *STATS_COLUMNS),  # one tenant
         Index("ix_request_log_created", "created_at", "tenant_id", *STATS_COLUMNS),  # all tenants
         Index("ix_request_log_tenant_ttft", "tenant_id", "ttft_ms", "created_at"),  # TTFT percentiles
+        # the doctor's per-tenant counterfactual sums (gateway/db/doctor_queries.py), index-only
+        Index("ix_request_log_doctor", *DOCTOR_COLUMNS),
         # the doctor's first sightings of a system prefix in other tenants
         Index("ix_request_log_system", "system_hash", "tools_hash", "canonicalized", "tenant_id", "created_at"),
     )

@@ -1,5 +1,6 @@
 """The canonical counterfactual in the request log: four nullable integer columns, the stats
-indexes widened to cover them, and an index for the doctor's cross-tenant system-prefix lookups.
+indexes widened to cover them, a covering index for the doctor's per-tenant sums and one for its
+cross-tenant system-prefix lookups.
 
 Rows written before this revision keep NULL in the new columns (no counterfactual measured).
 
@@ -23,6 +24,11 @@ OLD_STATS = ("status", "template", "miss_cause", "error_code",
              "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms")
 NEW_STATS = (*OLD_STATS, "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens")
 SYSTEM_INDEX = ("system_hash", "tools_hash", "canonicalized", "tenant_id", "created_at")
+DOCTOR_INDEX = (
+    "tenant_id", "created_at", "canonicalized", "was_canonical", "miss_cause", "sections_found", "dynamic_patterns",
+    "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "canonical_cached_tokens", "canonical_prompt_tokens",
+    "static_prefix_tokens", "system_prefix_tokens",
+)
 
 
 def create_stats_indexes(stats_columns: tuple[str, ...]) -> None:
@@ -42,9 +48,11 @@ def upgrade() -> None:
             batch_op.add_column(sa.Column(name, sa.Integer(), nullable=True))
     create_stats_indexes(NEW_STATS)
     op.create_index("ix_request_log_system", "request_log", list(SYSTEM_INDEX))
+    op.create_index("ix_request_log_doctor", "request_log", list(DOCTOR_INDEX))
 
 
 def downgrade() -> None:
+    op.drop_index("ix_request_log_doctor", table_name="request_log")
     op.drop_index("ix_request_log_system", table_name="request_log")
     drop_stats_indexes()
     with op.batch_alter_table("request_log") as batch_op:
