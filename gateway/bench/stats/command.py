@@ -58,4 +58,5 @@ def print_backend(name: str, result: dict) -> None:
         typer.echo(f"  {query:34s} first {timing['first_s']:.3f} s   median {timing['median_s']:.3f} s"
                    f"   client cpu {timing['cpu_median_s']:.3f} s")
     cli = result["doctor_cli"]
-    typer.echo(f"  {'radixgate doctor --json (process)':34s} first {cli['first_s']:.3f} s   median {cli['median_s']:.3f} s")
+    typer.echo(f"  {'radixgate doctor --json (process)':34s} first {cli['first_s']:.3f} s   median {cli['median_s']:.3f} s"
+               f"   process cpu {cli['cpu_median_s']:.3f} s")
