@@ -36,7 +36,6 @@ from gateway.db.models import Tenant
 
 SPEEDUP_MODEL = "prefill time ~ uncached prompt tokens (summed over the window's requests)"
 TTFT_MODEL = "TTFT = a + b x uncached tokens, least squares over the tenant's own completed requests"
-ORDER_CAUSES = ("dynamic_content", "context_first", "tools_vary", "section_order")
 
 
 @dataclass(frozen=True)
