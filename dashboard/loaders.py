@@ -25,7 +25,6 @@ from gateway.db.doctor import diagnose
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
 
 TTL_S = 60
-ATTAINABLE_TTL_S = 300
 REQUIRED_TABLES = {"tenants", "request_log"}
 ENGINE_GAUGES = ("cached_tokens", "pinned_tokens", "evictable_tokens", "evictions")
 
@@ -73,26 +72,16 @@ def load_tenants(url: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=TTL_S)
 def load_overview(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
-    """Per tenant with traffic: totals, hit / raw-order / attainable rates, prefill time saved."""
+    """Per tenant with traffic: totals, hit / raw-order / attainable (the measured canonical
+    counterfactual, summed in the same stats query) rates, prefill time saved."""
     with session_factory(url)() as session:
         stats = pd.DataFrame(stats_queries.all_tenant_stats(session, since, until))
         ms_per_token = insight_queries.prefill_ms_per_token(session, since, until)
     if stats.empty:
         return stats
-    attainable = load_attainable(url, since, until)
-    stats["attainable_tokens"] = stats["tenant_id"].map(attainable).fillna(0).astype(int)
-    stats["attainable_hit_rate"] = stats["attainable_tokens"] / stats["prompt_tokens"].where(stats["prompt_tokens"] > 0)
     stats["tenant"] = stats["tenant"].fillna(stats["tenant_id"].map(lambda tid: f"tenant {tid}"))
     stats["prefill_s_saved"] = stats["cached_tokens"] * ms_per_token / 1000
     return stats
-
-
-@st.cache_data(ttl=ATTAINABLE_TTL_S, show_spinner="Replaying static prefixes for the attainable hit rate...")
-def load_attainable(url: str, since: datetime | None, until: datetime | None) -> dict[int, int]:
-    """Attainable cached tokens per tenant: a window-function pass over every row of the window,
-    heavier than the plain sums, so it is cached longer."""
-    with session_factory(url)() as session:
-        return insight_queries.attainable_by_tenant(session, since, until)
 
 
 @st.cache_data(ttl=TTL_S)

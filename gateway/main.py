@@ -122,7 +122,12 @@ def build_services(gw: GatewayState) -> None:
     )
     gw.log_writer.start()
     page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
-    gw.shadow = ShadowIndex(page_size=page_size, max_tokens_per_tenant=settings.shadow_max_tokens_per_tenant)
+    gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
+    if settings.canonical_shadow:
+        from gateway.insight.counterfactual import CanonicalShadow
+
+        index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
+        gw.canonical_shadow = CanonicalShadow(index, gw.engine.tokenizer if gw.engine is not None else None)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
         from gateway.db.engine_snapshots import EngineSnapshotter
@@ -157,6 +162,8 @@ async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
         task.cancel()
     if gw.snapshotter is not None:
         await asyncio.to_thread(gw.snapshotter.stop)
+    if gw.canonical_shadow is not None:  # its last figures still become log rows
+        await asyncio.to_thread(gw.canonical_shadow.close)
     if gw.log_writer is not None:
         await asyncio.to_thread(gw.log_writer.stop, True)
     if owns_engine and gw.engine is not None:

@@ -81,7 +81,10 @@ class Settings(BaseSettings):
     dashboard_port: int = 8501
     default_max_tokens: int = 256
     default_tenant_concurrency: int = 64
-    shadow_max_tokens_per_tenant: int = 1_000_000
+    shadow_max_tokens_per_tenant: int = 1_000_000  # raw-order shadow: token ids kept per cache domain (LRU)
+    canonical_shadow: bool = True  # the canonical-order shadow (canonical_hit_rate, the doctor's counterfactuals)
+    canonical_shadow_max_tokens_per_tenant: int = 1_000_000  # its token ids kept per cache domain (LRU)
+    shadow_max_namespaces: int = 1024  # cache domains each shadow keeps (LRU)
     engine_snapshot_interval_s: float = 60.0  # how often engine cache stats are stored for the dashboard
     rewarm_pins: bool = True
     log_level: str = "INFO"

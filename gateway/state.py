@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from engine import Engine
     from gateway.db.engine_snapshots import EngineSnapshotter
     from gateway.db.log_writer import LogWriter
+    from gateway.insight.counterfactual import CanonicalShadow
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
@@ -49,6 +50,7 @@ class GatewayState:
     templates: TemplateRegistry | None = None
     log_writer: LogWriter | None = None
     shadow: ShadowIndex | None = None
+    canonical_shadow: CanonicalShadow | None = None  # None: off (settings.canonical_shadow)
     metrics: Metrics | None = None
     miss_attributor: MissAttributor | None = None
     snapshotter: EngineSnapshotter | None = None

@@ -5,6 +5,18 @@ import streamlit as st
 
 from dashboard import charts, controls, loaders
 
+
+
+def speedup_text(speedup: dict, hit_rate: float) -> str:
+    factor = "unbounded" if speedup["speedup"] is None else f"{speedup['speedup']:.2f}x"
+    ttft = "" if speedup["ttft_speedup"] is None else f" ({speedup['ttft_speedup']:.2f}x in the tenant's own TTFTs)"
+    return (
+        f"prefill work **{speedup['uncached_tokens_before']:,}** → **{speedup['uncached_tokens_after']:,}** uncached "
+        f"tokens: **{factor}** prefill speedup{ttft}, hit rate {controls.percent(hit_rate)} → "
+        f"**{controls.percent(speedup['hit_rate_after'])}**."
+    )
+
+
 st.title("Cache doctor")
 url = controls.require_database()
 window = controls.pick_window()
@@ -19,7 +31,7 @@ if diagnosis["num_requests"] == 0:
 
 columns = st.columns(4)
 columns[0].metric("Hit rate", controls.percent(diagnosis["hit_rate"]))
-columns[1].metric("Attainable hit rate", controls.percent(diagnosis["attainable_hit_rate"]))
+columns[1].metric("Attainable (canonical) hit rate", controls.percent(diagnosis["canonical_hit_rate"]))
 columns[2].metric("Raw-order hit rate", controls.percent(diagnosis["raw_hit_rate"]))
 columns[3].metric("Lost prefix tokens", f"{diagnosis['lost_tokens']:,}")
 
@@ -30,15 +42,12 @@ if causes.empty:
     st.stop()
 
 top = diagnosis["causes"][0]
-factor = "unbounded" if speedup["speedup"] is None else f"{speedup['speedup']:.2f}x"
 st.subheader(f"Fix first: {top['title']}")
-st.markdown(
-    f"Fixing it would cut prefill work from **{speedup['uncached_tokens_before']:,}** to "
-    f"**{speedup['uncached_tokens_after']:,}** uncached tokens: an estimated **{factor}** prefill speedup, "
-    f"hit rate {controls.percent(diagnosis['hit_rate'])} → **{controls.percent(speedup['hit_rate_after'])}**. "
-    f"Prompts: p50 {speedup['prompt_tokens_p50']:,} tokens, p95 {speedup['prompt_tokens_p95']:,}."
-)
-st.caption(f"Model: {speedup['model']}.")
+st.markdown(speedup_text(speedup, diagnosis["hit_rate"]) + f" Counterfactual: {top['counterfactual']}.")
+canonicalize = diagnosis["canonicalize_speedup"]
+if canonicalize is not None and top["code"] != "canonicalize":
+    st.markdown("Turning canonicalization on (every ordering cause at once): " + speedup_text(canonicalize, diagnosis["hit_rate"]))
+st.caption(f"Models: {speedup['model']}; {speedup['ttft_model']}.")
 recovered = diagnosis["cached_tokens"] - diagnosis["raw_cached_tokens"]
 if recovered > 0:
     st.caption(f"Canonicalization already recovers {recovered:,} prompt tokens that the clients' raw order "
@@ -51,5 +60,3 @@ for rank, cause in enumerate(diagnosis["causes"], start=1):
     with st.expander(label, expanded=rank == 1):
         st.markdown(f"**Evidence:** {cause['detail']} ({cause['num_requests']:,} requests).")
         st.markdown(f"**Fix:** {cause['fix']}")
-if diagnosis["is_prefix_estimate_assumed"]:
-    st.warning("No request of this tenant ever hit, so static-prefix lengths are assumed (75% of the prompt).")

@@ -16,7 +16,9 @@ Invariant: with `canonicalize=true` the prompt is the template's rendering of
 the canonical sections, tokenized section by section, so every request with
 the same static sections shares the first `static_prefix_len` token ids. With
 `canonicalize=false` the prompt is the client's own order rendered by the
-model's chat template (`render_raw`), and static_prefix_len is 0.
+model's chat template (`render_raw`), and static_prefix_len is 0; its canonical
+rendering is then made only for the canonical shadow (`render_canonical`, on the shadow's
+worker, never on the request path).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.errors import ApiError, bad_request
+from gateway.insight.counterfactual import CanonicalPrompt
 from gateway.routing.base import GenerationParams, PreparedPrompt
 from gateway.tenants.dynamic_rules import rules_for
 
@@ -59,6 +62,7 @@ class PreparedRequest:
     template_name: str | None
     template_version: int | None
     is_canonicalized: bool
+    canonical: CanonicalPrompt | None = None  # the served prompt when canonicalized, else None
 
     @property
     def num_prompt_tokens(self) -> int:
@@ -133,6 +137,7 @@ def prepare_request(
         raw_ids = tuple(render_raw(tokenizer, raw_body))
     except ValueError as exc:  # malformed context, tools or messages the schema let through
         raise bad_request(f"Malformed request body: {exc}", None, "invalid_request_body") from exc
+    canonical = None
     if body.canonicalize:
         rendered = render_sections(templates, sections, tokenizer, body.template, tenant_template)
         tokenized = tokenize_segments(tokenizer, rendered.segments)
@@ -142,6 +147,7 @@ def prepare_request(
         template_name = rendered.template_name
         version = tenant_template.version if tenant_template else getattr(rendered, "version", None)
         messages = canonical_messages(sections)
+        canonical = canonical_prompt(rendered, tokenized)
     else:
         token_ids, text, prefix_len, section_tokens = raw_ids, tokenizer.decode(list(raw_ids)), 0, {}
         template_name, version = None, None
@@ -156,7 +162,29 @@ def prepare_request(
     check_length(len(token_ids), max_context)
     params = clamp_max_tokens(params, len(token_ids), max_context)
     prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced)
-    return PreparedRequest(prompt, params, sections, raw_ids, section_tokens, template_name, version, body.canonicalize)
+    return PreparedRequest(
+        prompt, params, sections, raw_ids, section_tokens, template_name, version, body.canonicalize, canonical
+    )
+
+
+def render_canonical(
+    templates: Any, sections: Sections, tokenizer: Any, name: str | None, tenant_template: TenantTemplate | None
+) -> CanonicalPrompt:
+    """The canonical rendering of `sections`, exactly as `prepare_request` would serve it with
+    canonicalize=true (the forced tool-call prefix aside). Raises ApiError as render_sections."""
+    rendered = render_sections(templates, sections, tokenizer, name, tenant_template)
+    return canonical_prompt(rendered, tokenize_segments(tokenizer, rendered.segments))
+
+
+def canonical_prompt(rendered, tokenized) -> CanonicalPrompt:
+    """Token ids and static lengths; the system prefix is the leading run of system/tools segments."""
+    system_len, counts = 0, dict(tokenized.section_tokens)
+    for name, _ in rendered.segments:
+        if name not in ("system", "tools"):
+            break
+        system_len += counts.pop(name, 0)
+    system_len = min(system_len, tokenized.static_prefix_len)
+    return CanonicalPrompt(tuple(tokenized.token_ids), tokenized.static_prefix_len, system_len)
 
 
 def render_sections(templates: Any, sections: Sections, tokenizer: Any, name: str | None, tenant_template: TenantTemplate | None):

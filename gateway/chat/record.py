@@ -1,7 +1,9 @@
 """RunRecorder: what a finished chat run leaves behind, one request-log row, metrics and one INFO line.
 
 The row's keys are RequestLog columns; it carries no prompt text, only section
-hashes and the signals the canonicalizer found. Recording never fails a request:
+hashes, the signals the canonicalizer found and both shadows' figures. A run whose
+canonical-shadow figure is still being computed is recorded when it is ready (on the
+shadow's worker thread), so its row always carries it. Recording never fails a request:
 a writer or metrics error is logged and swallowed (the writer itself drops rows
 when its queue is full, see gateway/db/log_writer.py).
 """
@@ -34,7 +36,15 @@ class RunRecorder:
     miss_attributor: MissAttributor | None = None
 
     def record(self, run: ChatRun) -> None:
-        """Enqueue the run's log row, observe its metrics and write its INFO line."""
+        """Enqueue the run's log row, observe its metrics and write its INFO line, now or as soon
+        as its canonical-shadow figure is ready."""
+        future = run.counterfactual
+        if future is not None and not future.done():
+            future.add_done_callback(lambda _: self.record_now(run))
+            return
+        self.record_now(run)
+
+    def record_now(self, run: ChatRun) -> None:
         row = log_row(run, self.miss_attributor)
         try:
             if self.log_writer is not None:
@@ -71,6 +81,7 @@ def log_row(run: ChatRun, attributor: MissAttributor | None) -> dict[str, Any]:
         "cached_tokens": usage.prompt_tokens_details.cached_tokens,
         "completion_tokens": usage.completion_tokens,
         "shadow_cached_tokens": run.shadow_cached_tokens,
+        **canonical_fields(run),
         "ttft_ms": run.ttft_ms(),
         "latency_ms": (time.perf_counter() - run.started_s) * 1000,
         "status": run.status,
@@ -80,6 +91,18 @@ def log_row(run: ChatRun, attributor: MissAttributor | None) -> dict[str, Any]:
     if prepared is not None:
         row.update(section_fields(run, prepared, attributor))
     return row
+
+
+def canonical_fields(run: ChatRun) -> dict[str, Any]:
+    """The canonical shadow's figures (all None when it is off or had no rendering)."""
+    future = run.counterfactual
+    figures = future.result() if future is not None and future.done() and future.exception() is None else None
+    return {
+        "canonical_cached_tokens": figures.cached_tokens if figures else None,
+        "canonical_prompt_tokens": figures.prompt_tokens if figures else None,
+        "static_prefix_tokens": figures.static_prefix_tokens if figures else None,
+        "system_prefix_tokens": figures.system_prefix_tokens if figures else None,
+    }
 
 
 def section_fields(run: ChatRun, prepared: PreparedRequest, attributor: MissAttributor | None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
     run = ChatRun(caller, body, request_id, tenant_limits, recorder, background_tasks)
     run.admit()                   # takes the tenant's slot, or records "rate_limited" and raises 429
-    ...                           # the chat service sets model_id, prepared, namespace, shadow figure
+    ...                           # the chat service sets model_id, prepared, namespace, shadow figures
     run.open(backend, request)    # starts the backend stream and the disconnect watcher
     await run.prefetch()          # the backend's first output
     async for chunk in run.chunks(): ...
@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, AsyncIterator
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from gateway.chat.schemas import ChatCompletionRequest
     from gateway.chat.tool_calls import ToolCallDetector
     from gateway.deps import Caller
+    from gateway.insight.counterfactual import CanonicalFigures
     from gateway.routing.base import Backend
     from gateway.tenants.limits import TenantLimits
 
@@ -63,6 +65,7 @@ class ChatRun:
     prepared: PreparedRequest | None = None
     namespace: str | None = None
     shadow_cached_tokens: int | None = None
+    counterfactual: Future[CanonicalFigures | None] | None = None  # the canonical shadow's figures
     backend: Backend | None = None
     usage: BackendUsage | None = None
     finish_reason: str = "stop"

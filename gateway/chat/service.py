@@ -1,4 +1,4 @@
-"""One chat completion, top-down: admit -> prepare -> shadow -> route -> generate -> usage -> log row.
+"""One chat completion, top-down: admit -> prepare -> shadows -> route -> generate -> usage -> log row.
 
     run = await start_chat(gw, caller, body, request)    # errors here become HTTP errors
     response = await complete(run)                       # or: stream_events(run) for SSE
@@ -10,7 +10,10 @@ backend choice, and the backend's first output (engine queue full -> 503,
 prompt too long -> 400). Then the response is drained or streamed. Whatever
 happens, `ChatRun.finish` runs exactly once in effect: it releases the slot
 `admit` took, enqueues one request-log row, observes metrics and logs one INFO
-line (gateway/chat/run.py, gateway/chat/record.py).
+line (gateway/chat/run.py, gateway/chat/record.py). The two shadows: the raw order is
+observed at once (one radix walk); the canonical order is queued on the canonical shadow's
+worker (gateway/insight/counterfactual.py), where a raw request's canonical rendering is made
+while the backend prefills, and the log row waits for that figure, the response never does.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, AsyncIterator
 
 from gateway.chat.models import resolve_model
-from gateway.chat.prepare import PreparedRequest, load_tenant_template, prepare_for_tenant
+from gateway.chat.prepare import PreparedRequest, load_tenant_template, prepare_for_tenant, render_canonical
 from gateway.chat.record import RunRecorder
 from gateway.chat.run import ChatRun
 from gateway.chat.schemas import AssistantMessage, ChatCompletion, ChatCompletionRequest, Choice
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from fastapi import Request
 
     from gateway.deps import Caller
+    from gateway.insight.counterfactual import CanonicalFigures
     from gateway.state import GatewayState
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,7 @@ async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionReque
         run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run)
         run.namespace = cache_namespace(tenant.id, tenant.cache_group, run.model_id)
         run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
+        run.counterfactual = observe_canonical(gw, run)
         backend = gw.router.pick(run.prepared.prompt, run.namespace)
         run.open(backend, request)
         await run.prefetch()
@@ -83,6 +89,23 @@ def prepare_in_thread(gw: GatewayState, run: ChatRun) -> PreparedRequest:
     use_own = body.template and body.canonicalize
     tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if use_own else None
     return prepare_for_tenant(gw, tenant, body, run.model_id, tenant_template)
+
+
+def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures | None] | None:
+    """Queue the run's canonical order on the canonical shadow (None when that shadow is off).
+    A raw run's canonical rendering is the one canonicalize=true would serve, made on the worker."""
+    shadow, prepared = gw.canonical_shadow, run.prepared
+    if shadow is None:
+        return None
+    if prepared.canonical is not None:
+        return shadow.observe_later(run.namespace, lambda: prepared.canonical)
+    name, tenant_id = run.body.template, run.caller.tenant.id
+
+    def render():
+        own = load_tenant_template(gw.session_factory, tenant_id, name) if name else None
+        return render_canonical(gw.templates, prepared.sections, shadow.tokenizer or gw.engine.tokenizer, name, own)
+
+    return shadow.observe_later(run.namespace, render)
 
 
 async def collect_answer(run: ChatRun) -> tuple[str, list[dict] | None]:

@@ -65,7 +65,7 @@ def print_report(diagnosis) -> None:
     console.print(
         f"[bold]{diagnosis.tenant_name}[/]: {diagnosis.num_requests:,} requests, "
         f"{diagnosis.prompt_tokens:,} prompt tokens. Hit rate [bold]{diagnosis.hit_rate:.1%}[/], "
-        f"attainable {diagnosis.attainable_hit_rate:.1%}, raw order {diagnosis.raw_hit_rate:.1%}; "
+        f"canonical (attainable) {diagnosis.canonical_hit_rate:.1%}, raw order {diagnosis.raw_hit_rate:.1%}; "
         f"{diagnosis.lost_tokens:,} reusable prefix tokens lost."
     )
     recovered = diagnosis.cached_tokens - diagnosis.raw_cached_tokens
@@ -75,22 +75,24 @@ def print_report(diagnosis) -> None:
         console.print("[green]No lost prefix hits: nothing to fix.[/]")
         return
     top, speedup = diagnosis.causes[0], diagnosis.speedup
-    factor = "unbounded" if speedup.speedup is None else f"{speedup.speedup:.2f}x"
-    console.print(Panel(
-        f"{top.fix}\n\nEstimated prefill speedup if fixed: [bold]{factor}[/] "
-        f"(uncached tokens {speedup.uncached_tokens_before:,} -> {speedup.uncached_tokens_after:,}; "
-        f"hit rate -> {speedup.hit_rate_after:.1%}; prompts p50 {speedup.prompt_tokens_p50:,}, "
-        f"p95 {speedup.prompt_tokens_p95:,} tokens).\nModel: {speedup.model}.",
-        title=f"Fix first: {top.title}",
-        border_style="yellow",
-    ))
+    text = f"{top.fix}\n\nIf fixed ({top.counterfactual}): {speedup_line(speedup)}"
+    if diagnosis.canonicalize_speedup is not None:
+        text += f"\nIf canonicalized (every ordering cause): {speedup_line(diagnosis.canonicalize_speedup)}"
+    text += f"\nModels: {speedup.model}; {speedup.ttft_model}."
+    console.print(Panel(text, title=f"Fix first: {top.title}", border_style="yellow"))
     table = Table(title="Causes of lost prefix hits, ranked")
-    for column in ("#", "cause", "share", "lost tokens", "requests"):
+    for column in ("#", "cause", "share", "lost tokens", "requests", "speedup if fixed"):
         table.add_column(column, justify="left" if column == "cause" else "right")
     for rank, cause in enumerate(diagnosis.causes, start=1):
-        table.add_row(str(rank), cause.title, f"{cause.share:.0%}", f"{cause.lost_tokens:,}", f"{cause.num_requests:,}")
+        factor = "unbounded" if cause.speedup is None else f"{cause.speedup:.2f}x"
+        table.add_row(str(rank), cause.title, f"{cause.share:.0%}", f"{cause.lost_tokens:,}", f"{cause.num_requests:,}", factor)
     console.print(table)
     for rank, cause in enumerate(diagnosis.causes, start=1):
         console.print(f"[bold]{rank}. {cause.title}[/]\n   evidence: {cause.detail}\n   fix: {cause.fix}")
-    if diagnosis.is_prefix_estimate_assumed:
-        console.print("[dim]No request ever hit: static-prefix lengths are assumed (75% of the prompt).[/]")
+
+
+def speedup_line(speedup) -> str:
+    factor = "unbounded" if speedup.speedup is None else f"{speedup.speedup:.2f}x"
+    ttft = "" if speedup.ttft_speedup is None else f", {speedup.ttft_speedup:.2f}x in the tenant's own TTFTs"
+    return (f"[bold]{factor}[/] prefill speedup{ttft} (uncached tokens {speedup.uncached_tokens_before:,} -> "
+            f"{speedup.uncached_tokens_after:,}; hit rate -> {speedup.hit_rate_after:.1%})")

@@ -6,9 +6,10 @@
     stats_queries                 hit rates, tokens, causes, errors and TTFT percentiles per tenant,
                                   template and time bucket: the stats API's and the dashboard's figures
     insight_queries               what the dashboard and the cache doctor read beyond those: tenants,
-                                  log rows, system-prefix sightings, pins, snapshots, series, attainable hits
+                                  system-prefix sightings, pins, snapshots, series, prefill ms per token
     rollup, percentile            building blocks of the two query modules
-    prefix_reuse, doctor(_fixes)  the cache doctor: static-prefix reuse, ranked causes of lost hits, fixes
+    doctor_queries, doctor(_fixes)  the cache doctor: the measured counterfactuals summed in SQL,
+                                  ranked causes of lost hits, fixes and the speedup of each
 
 Every query function takes a session, binds its parameters and never commits. The dashboard
 imports only this package (its models, queries, doctor and sessions), never the rest of the gateway.

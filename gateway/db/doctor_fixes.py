@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gateway.db.prefix_reuse import LogRow
+if TYPE_CHECKING:
+    from gateway.db.doctor_queries import LossGroup
 
 TITLES = {
     "dynamic_content": "Dynamic content in the prefix",
@@ -17,6 +18,15 @@ TITLES = {
     "cold_start": "Cold starts (too few requests per prefix)",
     "isolation": "Tenant isolation (same prefix in other tenants)",
 }
+COUNTERFACTUALS = {
+    "dynamic_content": "canonical order (dynamic content hoisted), unbounded cache",
+    "section_order": "canonical order, unbounded cache",
+    "tools_vary": "canonical order / static prefix cached before first use",
+    "context_first": "canonical order, unbounded cache",
+    "eviction": "unbounded cache of the tenant's traffic",
+    "cold_start": "static prefix cached (pinned) before first use",
+    "isolation": "one cache group with the tenants that sent the same system prefix",
+}
 
 
 @dataclass
@@ -24,13 +34,16 @@ class CauseFacts:
     """What the doctor noticed while classifying, used to word details and fixes."""
 
     tenant: object
-    rows: list[LogRow]
+    groups: list[LossGroup]
     num_active_pins: int = 0
+    num_tool_lists: int = 0
     patterns: Counter = field(default_factory=Counter)
     partners: dict = field(default_factory=lambda: defaultdict(set))
 
-    def note_patterns(self, comma_list: str) -> None:
-        self.patterns.update(name for name in comma_list.split(",") if name)
+    def note_patterns(self, comma_list: str, num_requests: int = 1) -> None:
+        for name in comma_list.split(","):
+            if name:
+                self.patterns[name] += num_requests
 
     def note_isolation(self, system_key: tuple, sightings: list) -> None:
         for sighting in sightings:
@@ -71,12 +84,8 @@ def describe_order(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_tools(facts: CauseFacts) -> tuple[str, str]:
-    tool_lists = defaultdict(set)
-    for row in facts.rows:
-        tool_lists[row.system_hash].add(row.tools_hash)
-    most = max((len(v) for v in tool_lists.values()), default=0)
     return (
-        f"up to {most} distinct tool lists sent with the same system prompt; unsorted tools count too",
+        f"{facts.num_tool_lists} distinct tool lists sent; unsorted tools and changed lists break the prefix",
         "Send one fixed, complete tool list on every request, sorted by name and serialized with sorted "
         "keys (or turn on canonicalization, which sorts them); the model ignores tools it does not need.",
     )
@@ -91,22 +100,22 @@ def describe_context(facts: CauseFacts) -> tuple[str, str]:
 
 
 def describe_eviction(facts: CauseFacts) -> tuple[str, str]:
-    gaps = reuse_gaps_s(facts.rows)
-    gap = f"median {statistics.median(gaps) / 60:.1f} min between reuses" if gaps else "no reuse gaps measured"
+    num_requests = sum(g.num_eviction for g in facts.groups)
     quota = getattr(facts.tenant, "pin_quota_tokens", 0) or 0
     return (
-        f"known prefixes missed on reuse ({gap}); {facts.num_active_pins} active pins, pin quota {quota} tokens",
+        f"{num_requests} requests prefilled prefixes an unbounded cache of this tenant's traffic still held; "
+        f"{facts.num_active_pins} active pins, pin quota {quota} tokens",
         "Pin the tenant's hottest static prefixes (POST /v1/pins, raise pin_quota_tokens if needed) and/or "
         "give the engine a larger KV cache (RADIXGATE_ENGINE__KV_CACHE_TOKENS).",
     )
 
 
 def describe_cold_start(facts: CauseFacts) -> tuple[str, str]:
-    uses = Counter(row.static_key for row in facts.rows)
-    once = sum(1 for count in uses.values() if count == 1)
-    median = statistics.median(uses.values()) if uses else 0
+    num_cold = sum(g.num_cold for g in facts.groups)
+    num_requests = sum(g.requests for g in facts.groups)
     return (
-        f"{len(uses)} distinct static prefixes, {once} used only once; median {median:g} requests per prefix",
+        f"{num_cold} of {num_requests} requests sent a static prefix (system, tools, documents) "
+        "new to the tenant's cache domain",
         "Reduce distinct prefixes (one template version, a fixed tool list, sort_context_by_id for RAG) "
         "and pin the prefixes you know are hot so their first request hits too.",
     )
@@ -121,15 +130,3 @@ def describe_isolation(facts: CauseFacts) -> tuple[str, str]:
         f"Put {facts.tenant.name} and {', '.join(partners)} in one cache_group (e.g. `{group}`) so they "
         "share the cached prefix (only do this for tenants allowed to share timing side channels).",
     )
-
-
-def reuse_gaps_s(rows: list[LogRow]) -> list[float]:
-    """Seconds between consecutive requests with the same static key."""
-    last_seen = {}
-    gaps = []
-    for row in rows:
-        previous = last_seen.get(row.static_key)
-        if previous is not None:
-            gaps.append((row.created_at - previous).total_seconds())
-        last_seen[row.static_key] = row.created_at
-    return gaps

@@ -6,40 +6,18 @@ Windows are half-open: since <= created_at < until (either bound may be None).
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Integer, and_, case, cast, func, literal, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
-from gateway.db.prefix_reuse import DEFAULT_STATIC_FRACTION, LogRow
 from gateway.db.rollup import finish, rollup
 from gateway.db.stats_queries import aggregate
 
 SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
 """Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""
-
-LOG_ROW_COLUMNS = (
-    RequestLog.created_at,
-    RequestLog.tenant_id,
-    RequestLog.prompt_tokens,
-    RequestLog.cached_tokens,
-    RequestLog.shadow_cached_tokens,
-    RequestLog.canonicalized,
-    RequestLog.was_canonical,
-    RequestLog.dynamic_patterns,
-    RequestLog.sections_found,
-    RequestLog.system_hash,
-    RequestLog.tools_hash,
-    RequestLog.context_hash,
-    RequestLog.miss_cause,
-    RequestLog.template,
-    RequestLog.ttft_ms,
-    RequestLog.status,
-)
-
 
 @dataclass(frozen=True)
 class SystemSighting:
@@ -67,17 +45,6 @@ def list_tenants(session: Session) -> list[Tenant]:
 
 def find_tenant(session: Session, name: str) -> Tenant | None:
     return session.scalars(select(Tenant).where(Tenant.name == name)).first()
-
-
-def fetch_log_rows(
-    session: Session, tenant_id: int | None, since: datetime | None = None, until: datetime | None = None
-) -> list[LogRow]:
-    """Request-log rows (the reuse-analysis columns) in time order; all tenants when tenant_id is None."""
-    clauses = window_filter(RequestLog.created_at, since, until)
-    if tenant_id is not None:
-        clauses.append(RequestLog.tenant_id == tenant_id)
-    query = select(*LOG_ROW_COLUMNS).where(*clauses).order_by(RequestLog.created_at)
-    return [LogRow(**row._mapping) for row in session.execute(query)]
 
 
 def find_system_sightings(
@@ -159,59 +126,6 @@ def hit_rate_series_by(
         {"bucket_start": key[0], group: key[1], **finish(grouped[key])}
         for key in sorted(grouped, key=lambda key: (key[0], str(key[1])))
     ]
-
-
-def attainable_by_tenant(session: Session, since: datetime | None, until: datetime | None) -> dict[int, int]:
-    """Attainable cached tokens per tenant (prefix_reuse's definition), computed in SQL with
-    window functions over each static key (one pass; no join).
-
-    Matches prefix_reuse.attainable_tokens except for ties: every request at a key's first
-    timestamp counts as a first sighting (the Python version takes only one of them)."""
-    R = RequestLog
-    key = (R.tenant_id, R.system_hash, R.tools_hash, R.context_hash)
-    clauses = [*window_filter(R.created_at, since, until), R.prompt_tokens > 0]
-    shadow = func.coalesce(R.shadow_cached_tokens, 0)
-    best_hit = case((R.cached_tokens >= shadow, R.cached_tokens), else_=shadow)
-    per_key = (
-        select(
-            R.tenant_id,
-            R.created_at,
-            R.prompt_tokens,
-            R.cached_tokens,
-            func.min(R.created_at).over(partition_by=key).label("first_seen"),
-            func.max(best_hit).over(partition_by=key).label("best"),
-            func.min(R.prompt_tokens).over(partition_by=key).label("shortest"),
-        )
-        .where(*clauses)
-        .subquery()
-    )
-    k = per_key.c
-    fractions = static_fractions(session, clauses, key, best_hit)
-    fraction = (
-        case(*((k.tenant_id == tid, f) for tid, f in fractions.items()), else_=DEFAULT_STATIC_FRACTION)
-        if fractions
-        else literal(DEFAULT_STATIC_FRACTION)
-    )
-    prefix = case((k.best > 0, k.best), else_=cast(k.shortest * fraction, Integer))
-    capped = case((k.prompt_tokens < prefix, k.prompt_tokens), else_=prefix)
-    gain = case((and_(k.created_at > k.first_seen, capped > k.cached_tokens), capped - k.cached_tokens), else_=0)
-    query = select(k.tenant_id, func.sum(k.cached_tokens + gain)).group_by(k.tenant_id)
-    return {tenant_id: int(total or 0) for tenant_id, total in session.execute(query)}
-
-
-def static_fractions(session: Session, clauses: list, key: tuple, best_hit) -> dict[int, float]:
-    """Per tenant: median (best hit / shortest prompt) over its static keys that ever hit."""
-    best = func.max(best_hit)
-    query = (
-        select(RequestLog.tenant_id, best, func.min(RequestLog.prompt_tokens))
-        .where(*clauses)
-        .group_by(*key)
-        .having(best > 0)
-    )
-    ratios: dict[int, list[float]] = {}
-    for tenant_id, best_tokens, shortest in session.execute(query):
-        ratios.setdefault(tenant_id, []).append(best_tokens / shortest)
-    return {tenant_id: min(1.0, statistics.median(values)) for tenant_id, values in ratios.items()}
 
 
 def prefill_ms_per_token(session: Session, since: datetime | None, until: datetime | None) -> float:

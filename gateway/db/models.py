@@ -158,6 +158,15 @@ class Pin(Base):
 STATS_COLUMNS = (
     "status", "template", "miss_cause", "error_code",
     "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms",
+    "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens",
+)
+
+
+# What the doctor's loss query reads, behind tenant and time: its index covers it.
+DOCTOR_COLUMNS = (
+    "tenant_id", "created_at", "canonicalized", "was_canonical", "miss_cause", "sections_found", "dynamic_patterns",
+    "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "canonical_cached_tokens", "canonical_prompt_tokens",
+    "static_prefix_tokens", "system_prefix_tokens",
 )
 
 
@@ -169,6 +178,10 @@ class RequestLog(Base):
         Index("ix_request_log_tenant_created", "tenant_id", "created_at", *STATS_COLUMNS),  # one tenant
         Index("ix_request_log_created", "created_at", "tenant_id", *STATS_COLUMNS),  # all tenants
         Index("ix_request_log_tenant_ttft", "tenant_id", "ttft_ms", "created_at"),  # TTFT percentiles
+        # the doctor's per-tenant counterfactual sums (gateway/db/doctor_queries.py), index-only
+        Index("ix_request_log_doctor", *DOCTOR_COLUMNS),
+        # the doctor's first sightings of a system prefix in other tenants
+        Index("ix_request_log_system", "system_hash", "tools_hash", "canonicalized", "tenant_id", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_uuid)
@@ -187,7 +200,13 @@ class RequestLog(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    shadow_cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    shadow_cached_tokens: Mapped[int | None] = mapped_column(Integer)  # raw order, unbounded cache
+    # The canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py);
+    # None where the canonical shadow was off or the request had no canonical rendering.
+    canonical_cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    canonical_prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    static_prefix_tokens: Mapped[int | None] = mapped_column(Integer)  # canonical system + tools + context
+    system_prefix_tokens: Mapped[int | None] = mapped_column(Integer)  # canonical system + tools
     ttft_ms: Mapped[float | None] = mapped_column(Float)
     latency_ms: Mapped[float | None] = mapped_column(Float)
     status: Mapped[str] = mapped_column(String(16), default="ok")

@@ -12,7 +12,7 @@ from gateway.db.models import RequestLog as R
 
 BUCKETS = ("hour", "day")
 SUM_KEYS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "shadow_cached_tokens",
-            "shadow_prompt_tokens", "errors", "ttft_requests")
+            "shadow_prompt_tokens", "canonical_cached_tokens", "canonical_prompt_tokens", "errors", "ttft_requests")
 
 
 def sum_columns() -> list:
@@ -25,6 +25,8 @@ def sum_columns() -> list:
         func.coalesce(func.sum(R.completion_tokens), 0).label("completion_tokens"),
         func.coalesce(func.sum(R.shadow_cached_tokens), 0).label("shadow_cached_tokens"),
         func.coalesce(func.sum(case((has_shadow, R.prompt_tokens), else_=0)), 0).label("shadow_prompt_tokens"),
+        func.coalesce(func.sum(R.canonical_cached_tokens), 0).label("canonical_cached_tokens"),
+        func.coalesce(func.sum(R.canonical_prompt_tokens), 0).label("canonical_prompt_tokens"),
         func.coalesce(func.sum(case((R.status != "ok", 1), else_=0)), 0).label("errors"),
         func.count(R.ttft_ms).label("ttft_requests"),
     ]
@@ -80,6 +82,8 @@ def finish(sums: dict[str, int]) -> dict:
     out = {name: sums[name] for name in SUM_KEYS if name not in ("shadow_prompt_tokens", "ttft_requests")}
     out["hit_rate"] = ratio(sums["cached_tokens"], sums["prompt_tokens"])
     out["raw_hit_rate"] = ratio(sums["shadow_cached_tokens"], sums["shadow_prompt_tokens"])
+    out["canonical_hit_rate"] = ratio(sums["canonical_cached_tokens"], sums["canonical_prompt_tokens"])
+    out["attainable_hit_rate"] = out["canonical_hit_rate"]  # the same figure, by definition
     out["lost_tokens"] = sums["prompt_tokens"] - sums["cached_tokens"]
     return out
 

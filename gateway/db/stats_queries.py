@@ -3,8 +3,10 @@
 Contract: every function takes a Session and never commits; `since` is inclusive, `until`
 exclusive, both timezone-aware (None = unbounded); `tenant_id=None` means all tenants.
 Rates are token-weighted, computed from stored counts: hit_rate = sum(cached) / sum(prompt);
-raw_hit_rate = sum(shadow_cached) / sum(prompt) over rows that carry a shadow figure; a rate is
-None when its denominator is 0. lost_tokens = prompt - cached.
+raw_hit_rate = sum(shadow_cached) / sum(prompt) over rows that carry a shadow figure;
+canonical_hit_rate (= attainable_hit_rate) = sum(canonical_cached) / sum(canonical_prompt), the
+canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py),
+over rows that carry that figure; a rate is None when its denominator is 0. lost_tokens = prompt - cached.
 
 Index use: every query reads only the covering stats indexes (see models.RequestLog), and
 `tenant_stats` makes two index scans in all — one GROUP BY over (bucket, template, miss cause,

@@ -3,14 +3,19 @@
 Importable from any test module: tests/ is on sys.path because tests/conftest.py
 lives there (pytest's default `prepend` import mode).
 
-Tenants (all traffic in the 6 hours before `now`):
+Tenants (all traffic in the 6 hours before `now`). Each row carries the counterfactuals the
+gateway measures (canonical order on an unbounded cache, the static and system prefix lengths),
+by default: the canonical order gets what the request got, static = system prefix = 0.
 - acme     agent traffic, canonicalized; clients put a date in the system prompt (shadow low);
-           first request cold, every later one hits 800 of 1000 tokens; one error row.
+           first request cold, every later one hits its 800-token static prefix of 1000; one error row.
 - globex   raw order (canonicalization off) with an ISO date in the system prompt: repeats of
-           the same canonical prefix mostly hit only the 64 tokens before the date -> dynamic_content.
-- initech  canonicalized, one prefix that keeps getting evicted (hits 1 in 5) -> eviction.
-- umbrella same system + tools as acme (no cache group), three contexts each sent twice -> isolation.
-- hooli    ten static prefixes, each sent twice -> cold_start.
+           the same canonical prefix mostly hit only the 64 tokens before the date, where the
+           canonical order (date hoisted) hits the 960-token static prefix -> dynamic_content.
+- initech  canonicalized, one 512-token prefix that keeps getting evicted (hits 1 in 5; the
+           unbounded canonical shadow hits every repeat) -> eviction.
+- umbrella same system + tools as acme (no cache group; an 800-token system prefix), three
+           100-token contexts each sent twice -> isolation (800 tokens) ahead of cold_start (300).
+- hooli    ten static prefixes of 600 tokens, each sent twice -> cold_start.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ def log(tenant: Tenant, at: datetime, prompt: int, cached: int, **columns) -> Re
         canonicalized=True, was_canonical=True, completion_tokens=16, status="ok",
         ttft_ms=40.0 if cached else 200.0, latency_ms=400.0, shadow_cached_tokens=cached,
     )
+    counterfactual = dict(canonical_cached_tokens=cached, canonical_prompt_tokens=prompt,
+                          static_prefix_tokens=0, system_prefix_tokens=0)
     return RequestLog(
         id=uuid.uuid4(), created_at=at, tenant_id=tenant.id, prompt_tokens=prompt, cached_tokens=cached,
-        **{**defaults, **columns},
+        **{**defaults, **counterfactual, **columns},
     )
 
 
@@ -52,6 +59,7 @@ def seed_acme(tenant: Tenant, start: datetime) -> list[RequestLog]:
             tenant, start + timedelta(minutes=5 * i), 1000, cached, system_hash="sysA", tools_hash="toolsA",
             shadow_cached_tokens=min(cached, 96), was_canonical=False, dynamic_hoisted=True,
             dynamic_patterns="date_iso", template="agent" if i % 4 else "rag",
+            static_prefix_tokens=800, system_prefix_tokens=800,
         ))
     rows.append(log(tenant, start + timedelta(minutes=7), 0, 0, status="error", error_code="prompt_too_long",
                     ttft_ms=None, shadow_cached_tokens=None))
@@ -66,6 +74,7 @@ def seed_globex(tenant: Tenant, start: datetime) -> list[RequestLog]:
             tenant, start + timedelta(minutes=6 * i), 1200, cached, template="chat", system_hash="sysG",
             tools_hash=None, sections_found="system,question", canonicalized=False, was_canonical=False,
             dynamic_patterns="date_iso", dynamic_hoisted=True,
+            canonical_cached_tokens=0 if i == 0 else 960, static_prefix_tokens=960, system_prefix_tokens=960,
         ))
     return rows
 
@@ -73,7 +82,8 @@ def seed_globex(tenant: Tenant, start: datetime) -> list[RequestLog]:
 def seed_initech(tenant: Tenant, start: datetime) -> list[RequestLog]:
     return [
         log(tenant, start + timedelta(minutes=10 * i), 800, 512 if i % 5 == 1 else 0,
-            system_hash="sysI", tools_hash="toolsI", template="rag")
+            system_hash="sysI", tools_hash="toolsI", template="rag",
+            canonical_cached_tokens=0 if i == 0 else 512, static_prefix_tokens=512, system_prefix_tokens=512)
         for i in range(30)
     ]
 
@@ -81,9 +91,10 @@ def seed_initech(tenant: Tenant, start: datetime) -> list[RequestLog]:
 def seed_umbrella(tenant: Tenant, start: datetime) -> list[RequestLog]:
     rows = []
     for i, context in enumerate(["c1", "c2", "c3"] * 2):
-        cached = 0 if i < 3 else 800
+        cached = 0 if i == 0 else (800 if i < 3 else 900)
         rows.append(log(tenant, start + timedelta(hours=1, minutes=3 * i), 1000, cached, system_hash="sysA",
-                        tools_hash="toolsA", context_hash=context, sections_found="system,tools,context,question"))
+                        tools_hash="toolsA", context_hash=context, sections_found="system,tools,context,question",
+                        static_prefix_tokens=900, system_prefix_tokens=800))
     return rows
 
 
@@ -92,7 +103,8 @@ def seed_hooli(tenant: Tenant, start: datetime) -> list[RequestLog]:
     for i in range(20):
         key = i % 10
         rows.append(log(tenant, start + timedelta(minutes=4 * i), 900, 0 if i < 10 else 600,
-                        system_hash=f"sysH{key}", tools_hash="toolsH"))
+                        system_hash=f"sysH{key}", tools_hash="toolsH", static_prefix_tokens=600,
+                        system_prefix_tokens=600))
     return rows
 
 

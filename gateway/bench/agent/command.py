@@ -27,6 +27,11 @@ def agent(
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Requests in flight (1 = strictly in order)."),
     kv_cache_tokens: int = typer.Option(DEFAULT_KV_CACHE_TOKENS, "--kv-cache-tokens",
                                         help="KV cache of the server this command starts (ignored with --url)."),
+    shadow_overhead: bool = typer.Option(False, "--shadow-overhead",
+                                         help="Instead: requests/s with and without the canonical shadow, two servers side by side."),
+    shadow_cost: bool = typer.Option(False, "--shadow-cost",
+                                     help="Instead: the canonical shadow's work per raw request, timed in-process (no server)."),
+    repeats: int = typer.Option(3, "--repeat", min=1, help="Repeats with --shadow-overhead / --shadow-cost (medians reported)."),
 ) -> None:
     """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
     from gateway.bench.agent.run import run_agent_bench
@@ -34,6 +39,10 @@ def agent(
 
     rows = load_workload(workload, num_requests, seed)
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
+    if shadow_overhead:
+        return overhead(rows, kv_cache_tokens, repeats, concurrency, json_out)
+    if shadow_cost:
+        return cost(rows, repeats, json_out)
     if url is not None:
         result = run_agent_bench(url, admin_key, rows, concurrency=concurrency, progress=print_progress)
     else:
@@ -57,6 +66,33 @@ def agent(
     if result["errors"]:
         typer.echo(f"{len(result['errors'])} requests failed, e.g. {result['errors'][0]}", err=True)
         raise typer.Exit(1)
+
+
+def overhead(rows: list[dict], kv_cache_tokens: int, repeats: int, concurrency: int, json_out: Path | None) -> None:
+    from gateway.bench.agent.overhead import run_overhead_bench
+
+    extra = {k: v for k, v in os.environ.items() if k.startswith("RADIXGATE_ENGINE__")}
+    typer.echo("starting two gateways (with / without the canonical shadow) on free loopback ports...")
+    result = run_overhead_bench(rows, kv_cache_tokens=kv_cache_tokens, repeats=repeats, concurrency=concurrency,
+                                extra_env=extra, progress=lambda line: typer.echo(line, err=True))
+    typer.echo(f"requests/s with the canonical shadow     {result['requests_per_s_with_canonical_shadow']:.3f}")
+    typer.echo(f"requests/s without the canonical shadow  {result['requests_per_s_without_canonical_shadow']:.3f}")
+    typer.echo(f"slowdown                                 {result['slowdown']:.1%} (medians of {repeats} repeats)")
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
+
+
+def cost(rows: list[dict], repeats: int, json_out: Path | None) -> None:
+    from gateway.bench.agent.shadow_cost import run_shadow_cost
+    from gateway.settings import Settings
+
+    result = run_shadow_cost(rows, Settings().resolved_templates_dir(), repeats)
+    typer.echo(f"raw request preparation (request path)   {result['raw_prepare_ms_per_request']:.3f} ms/request")
+    typer.echo(f"canonical shadow work (its worker)       {result['canonical_shadow_ms_per_request']:.3f} ms/request")
+    if json_out is not None:
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+        typer.echo(f"wrote {json_out}")
 
 
 def print_progress(run) -> None:

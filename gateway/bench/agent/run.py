@@ -53,6 +53,7 @@ class RunResult:
     by_style: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     errors: list[str] = field(default_factory=list)
     tenant_keys: dict[str, str] = field(default_factory=dict)
+    tenant_names: dict[str, str] = field(default_factory=dict)  # workload tenant -> the gateway tenant's name
 
 
 class GatewayClient:
@@ -98,7 +99,8 @@ def replay(
     tag = f"{'canon' if is_canonical else 'raw'}-{uuid.uuid4().hex[:6]}"
     result = RunResult(is_canonical=is_canonical)
     for tenant in dict.fromkeys(row["tenant"] for row in rows):
-        result.tenant_keys[tenant] = client.create_tenant(f"{tenant}-{tag}")
+        result.tenant_names[tenant] = f"{tenant}-{tag}"
+        result.tenant_keys[tenant] = client.create_tenant(result.tenant_names[tenant])
 
     def send(row: dict) -> tuple[dict, dict | None, str | None]:
         body = {**row["body"], "canonicalize": is_canonical}

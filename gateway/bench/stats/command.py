@@ -1,5 +1,6 @@
 """`radixgate bench stats`: seed N request-log rows (default 1M) into SQLite and PostgreSQL and
-time the stats queries that GET /v1/stats and GET /admin/stats run."""
+time the stats queries that GET /v1/stats and GET /admin/stats run, the dashboard's overview and
+doctor pages' queries, and `radixgate doctor` itself."""
 
 from __future__ import annotations
 
@@ -56,3 +57,6 @@ def print_backend(name: str, result: dict) -> None:
     for query, timing in result["queries"].items():
         typer.echo(f"  {query:34s} first {timing['first_s']:.3f} s   median {timing['median_s']:.3f} s"
                    f"   client cpu {timing['cpu_median_s']:.3f} s")
+    cli = result["doctor_cli"]
+    typer.echo(f"  {'radixgate doctor --json (process)':34s} first {cli['first_s']:.3f} s   median {cli['median_s']:.3f} s"
+               f"   process cpu {cli['cpu_median_s']:.3f} s")

@@ -1,4 +1,4 @@
-"""bench stats: seed a request log with N rows and time the stats queries over it.
+"""bench stats: seed a request log with N rows and time the stats, overview and doctor queries over it.
 
 Seeding bypasses the ORM for speed (sqlite3 executemany in one transaction; PostgreSQL COPY), into
 a schema built by the real migrations. Traffic is skewed across tenants (Zipf-like weights), so
@@ -18,10 +18,12 @@ import numpy as np
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
+from gateway.bench.stats import insight
 from gateway.db import RequestLog, make_engine, make_session_factory, migrate, stats_queries as queries
 from gateway.db.log_row import column_defaults
 
 CAUSES = (None, None, "system", "tools", "context", "history", "dynamic", "question")
+SECTIONS_FOUND = ("system,question", "system,tools,question", "system,tools,context,question", "system,context,history,question")
 TEMPLATES = ("agent", "rag", "chat", None)
 CHUNK_ROWS = 50_000
 
@@ -42,6 +44,9 @@ def seeded_columns(num_rows: int, num_tenants: int, end: datetime, days: int, se
     cached = (prompt * rng.random(num_rows)).astype(np.int64)
     is_ok = rng.random(num_rows) < 0.97
     hashes = np.array([f"{value:016x}" for value in rng.integers(0, 2**62, size=64)])
+    canonical_prompt = prompt + rng.integers(-20, 20, size=num_rows)
+    canonical_cached = np.minimum(canonical_prompt, cached + ((prompt - cached) * rng.random(num_rows)).astype(np.int64))
+    is_dynamic = rng.random(num_rows) < 0.3
     id_bytes = rng.bytes(16 * num_rows)
     return {
         "id": [id_bytes[i:i + 16].hex() for i in range(0, 16 * num_rows, 16)],
@@ -63,6 +68,13 @@ def seeded_columns(num_rows: int, num_tenants: int, end: datetime, days: int, se
         "tools_hash": hashes[rng.integers(0, 64, size=num_rows)].tolist(),
         "context_hash": hashes[rng.integers(0, 64, size=num_rows)].tolist(),
         "miss_cause": [CAUSES[i] for i in rng.integers(0, len(CAUSES), size=num_rows).tolist()],
+        "canonicalized": (rng.random(num_rows) < 0.5).tolist(),
+        "dynamic_patterns": np.where(is_dynamic, "date_iso", None).tolist(),
+        "sections_found": [SECTIONS_FOUND[i] for i in rng.integers(0, len(SECTIONS_FOUND), size=num_rows).tolist()],
+        "canonical_cached_tokens": canonical_cached.tolist(),
+        "canonical_prompt_tokens": canonical_prompt.tolist(),
+        "static_prefix_tokens": (prompt * 0.6).astype(np.int64).tolist(),
+        "system_prefix_tokens": (prompt * 0.3).astype(np.int64).tolist(),
     }
 
 
@@ -165,7 +177,7 @@ def stats_queries(end: datetime, days: int) -> dict[str, Callable]:
     }
 
 
-def time_queries(url: str, end: datetime, days: int, repeats: int = 3) -> dict[str, dict]:
+def time_queries(url: str, queries: dict[str, Callable], repeats: int = 3) -> dict[str, dict]:
     """Per query, over `repeats` runs each in a fresh session: wall seconds of the first run and the
     median, and the median CPU seconds of this process — on SQLite (which runs in-process) that is
     the query's cost on an idle machine, whatever else is competing for the cores."""
@@ -173,7 +185,7 @@ def time_queries(url: str, end: datetime, days: int, repeats: int = 3) -> dict[s
     factory = make_session_factory(engine)
     results = {}
     try:
-        for name, run in stats_queries(end, days).items():
+        for name, run in queries.items():
             walls, cpus = [], []
             for _ in range(repeats):
                 with factory() as session:
@@ -216,4 +228,6 @@ def run_backend(url: str, num_rows: int, num_tenants: int, days: int, repeats: i
     """Seed an empty database at `url` and time the stats queries over it."""
     end = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
     seed_s = seed(url, num_rows, num_tenants, days, end)
-    return {"seed_s": round(seed_s, 2), "queries": time_queries(url, end, days, repeats)}
+    queries = {**stats_queries(end, days), **insight.insight_queries_timed(end, days)}
+    timings = time_queries(url, queries, repeats)
+    return {"seed_s": round(seed_s, 2), "queries": timings, "doctor_cli": insight.time_doctor_cli(url, repeats)}

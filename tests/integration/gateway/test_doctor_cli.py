@@ -29,8 +29,11 @@ def test_doctor_json_ranks_causes_with_shares(seeded_url):
     result = CliRunner().invoke(app, ["doctor", "--tenant", "umbrella", "--db", seeded_url, "--json"])
     assert result.exit_code == 0, result.output
     diagnosis = json.loads(result.output)
-    assert [c["code"] for c in diagnosis["causes"]] == ["isolation"]
-    assert diagnosis["speedup"]["speedup"] == pytest.approx(3600 / 1200)
+    assert [c["code"] for c in diagnosis["causes"]] == ["isolation", "cold_start"]
+    # uncached: 1000 + 2 x 200 + 3 x 100; a cache group would have served the first 800-token system prefix
+    assert diagnosis["speedup"]["speedup"] == pytest.approx(1700 / 900) == diagnosis["causes"][0]["speedup"]
+    assert diagnosis["canonical_hit_rate"] == diagnosis["attainable_hit_rate"] == pytest.approx(4300 / 6000)
+    assert "TTFT" in diagnosis["speedup"]["ttft_model"]
 
 
 def test_doctor_rejects_unknown_tenants_and_missing_files(seeded_url, tmp_path):

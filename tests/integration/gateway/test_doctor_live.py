@@ -44,3 +44,31 @@ def test_doctor_blames_the_date_when_canonicalization_is_off(client):
     assert canon_diagnosis.raw_hit_rate < canon_diagnosis.hit_rate
     # raw-dates sent the same system prompt first, but in raw order: nothing canonical to share.
     assert "isolation" not in {cause.code for cause in canon_diagnosis.causes}
+
+
+def test_raw_requests_log_the_canonical_rendering_they_would_have_been_served(client):
+    from sqlalchemy import select
+
+    from gateway.db.models import RequestLog
+
+    raw = create_tenant(client, "raw-twin")
+    canon = create_tenant(client, "canon-twin")
+    for day in (1, 2):
+        for tenant, canonicalize in ((raw, False), (canon, True)):
+            response = client.post("/v1/chat/completions", json=dated_body(day, canonicalize=canonicalize),
+                                   headers=tenant["headers"])
+            assert response.status_code == 200, response.text
+    gw = client.app.state.gw
+    wait_for_log_rows(gw, 4)
+    with gw.session_factory() as session:
+        def rows(tenant):
+            query = select(RequestLog).where(RequestLog.tenant_id == tenant["id"]).order_by(RequestLog.created_at)
+            return list(session.scalars(query))
+
+        raw_rows, canon_rows = rows(raw), rows(canon)
+    for raw_row, canon_row in zip(raw_rows, canon_rows):
+        # the counterfactual is the canonical prompt exactly: same length, same static prefix, same hit
+        assert raw_row.canonical_prompt_tokens == canon_row.prompt_tokens == canon_row.canonical_prompt_tokens
+        assert raw_row.static_prefix_tokens == canon_row.static_prefix_tokens >= raw_row.system_prefix_tokens > 0
+        assert raw_row.canonical_cached_tokens == canon_row.canonical_cached_tokens == canon_row.cached_tokens
+    assert raw_rows[1].canonical_cached_tokens > raw_rows[1].cached_tokens  # the date broke only the raw order

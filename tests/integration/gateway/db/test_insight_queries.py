@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 
 from gateway.db import insight_queries
 from gateway.db.doctor import diagnose
-from gateway.db.prefix_reuse import attainable_tokens
 from gateway.db.session import make_engine, make_session_factory, session_scope
 from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 
@@ -31,13 +30,12 @@ def test_doctor_ranks_every_seeded_tenant(session):
         assert diagnose(session, insight_queries.find_tenant(session, name).id).causes[0].code == code, name
 
 
-def test_sql_attainable_equals_python_attainable(session):
-    by_tenant: dict[int, list] = {}
-    for row in insight_queries.fetch_log_rows(session, None):
-        if row.prompt_tokens > 0:
-            by_tenant.setdefault(row.tenant_id, []).append(row)
-    expected = {tid: sum(attainable_tokens(rows)) for tid, rows in by_tenant.items()}
-    assert insight_queries.attainable_by_tenant(session, NOW - timedelta(days=1), NOW + timedelta(minutes=1)) == expected
+def test_canonical_hit_rate_is_summed_in_the_stats_query(session):
+    from gateway.db import stats_queries
+
+    rows = {row["tenant"]: row for row in stats_queries.all_tenant_stats(session, None, None)}
+    assert rows["globex"]["canonical_hit_rate"] == pytest.approx(29 * 960 / (30 * 1200))
+    assert rows["initech"]["attainable_hit_rate"] == pytest.approx(29 * 512 / (30 * 800))
 
 
 def test_series_by_template_adds_up_to_the_tenant_totals(session):

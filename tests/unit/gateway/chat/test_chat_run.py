@@ -113,3 +113,38 @@ async def test_disconnect_watcher_aborts_the_backend_request():
     await asyncio.sleep(0.05)
     assert backend.aborted == ["chatcmpl-x"] and run.error_code == "client_disconnected"
     run.finish()
+
+
+async def test_row_waits_for_the_canonical_shadow_figure_and_carries_it():
+    from concurrent.futures import Future
+
+    from gateway.insight.counterfactual import CanonicalFigures
+
+    backend = FakeBackend()
+    run, log = make_run(backend)
+    run.counterfactual = Future()
+    run.open(backend, None)
+    await run.prefetch()
+    await drain(run)
+    run.finish()
+    assert log.rows == [] and run.tenant_limits.num_active(7) == 0  # the slot is not held for the figure
+    run.counterfactual.set_result(CanonicalFigures(cached_tokens=48, prompt_tokens=60, static_prefix_tokens=50,
+                                                   system_prefix_tokens=20))
+    (row,) = log.rows
+    assert (row["canonical_cached_tokens"], row["canonical_prompt_tokens"]) == (48, 60)
+    assert (row["static_prefix_tokens"], row["system_prefix_tokens"]) == (50, 20)
+
+
+async def test_run_without_a_canonical_rendering_logs_no_counterfactual():
+    from concurrent.futures import Future
+
+    backend = FakeBackend()
+    run, log = make_run(backend)
+    run.counterfactual = Future()
+    run.counterfactual.set_result(None)
+    run.open(backend, None)
+    await run.prefetch()
+    await drain(run)
+    run.finish()
+    (row,) = log.rows
+    assert row["canonical_cached_tokens"] is None and row["static_prefix_tokens"] is None
