@@ -38,21 +38,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest) -> ChatRun:
+def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request_id: str | None = None) -> ChatRun:
     """A run handed only the parts of the gateway it uses."""
     return ChatRun(
         caller=caller,
         body=body,
-        request_id=f"chatcmpl-{uuid.uuid4().hex}",
+        request_id=request_id or f"chatcmpl-{uuid.uuid4().hex}",
         tenant_limits=gw.tenant_limits,
         recorder=RunRecorder(gw.log_writer, gw.metrics, gw.miss_attributor),
         background_tasks=gw.background_tasks,
     )
 
 
-async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request) -> ChatRun:
-    """Admit and prepare the request and fetch the backend's first output. Raises ApiError."""
-    run = new_run(gw, caller, body)
+async def start_chat(
+    gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request | None, request_id: str | None = None
+) -> ChatRun:
+    """Admit and prepare the request and fetch the backend's first output. Raises ApiError.
+
+    `request_id` names the run (default a new "chatcmpl-..." id); the Responses API passes its response id."""
+    run = new_run(gw, caller, body, request_id)
     run.admit()
     try:
         if gw.router is None or gw.engine is None:
