@@ -4,13 +4,14 @@
     messages = items_to_messages(items)            # the chat messages those items mean, in order
     items = output_items(text, calls)               # what a generated answer becomes
 
-Invariant: `items_to_messages` is a pure function of the items and maps a list
-that extends another to messages that extend the other's messages, so a chain
-rebuilt as previous input + previous output + new input renders the previous
-turn's messages (and so its token prefix) unchanged, then the new turn.
-Consecutive `function_call` items form one assistant message with several
-tool_calls; a `function_call_output` is a tool message; message ids and
-statuses never reach the prompt.
+Invariant: `items_to_messages` is a pure function of the items, message by
+message: consecutive `function_call` items form one assistant message with
+several tool_calls, a `function_call_output` is a tool message, every other
+item is one message; ids and statuses never reach the prompt. So items a + b
+map to messages(a) + messages(b) unless b starts with a function_call right
+after a's trailing ones (they merge into one message), and a chain rebuilt as
+previous input + previous output + new input renders the previous turn's
+messages unchanged, then the new turn.
 """
 
 from __future__ import annotations
