@@ -84,4 +84,5 @@ class Sampler:
         rows = [row for row, grammar in enumerate(grammars) if grammar is not None and grammar.needs_mask]
         if rows:
             bitmask = self._mask_filler.fill([grammars[row].matcher for row in rows], logits.shape[-1])
-            apply_bitmask(logits, rows, bitmask)
+            with torch.inference_mode():  # the runner's logits are inference tensors
+                apply_bitmask(logits, rows, bitmask)

@@ -70,21 +70,37 @@ class Grammar:
         *,
         open_tag: str = "",
         close_tag: str = "",
+        padding: str = "",
         allow_parallel: bool = True,
+        is_opened: bool = False,
         trigger: str | None = None,
+        alternative_schema: dict | None = None,
     ) -> Grammar:
-        """One call (or, with allow_parallel, one or more) to one of `tools`, each `open_tag CALL close_tag`.
+        """One call (or, with allow_parallel, one or more, newline-separated) to one of `tools`.
 
-        CALL is `{"name": ..., "arguments": ...}` with arguments valid under that tool's parameters.
-        With a trigger (tool_choice "auto") the grammar is lazy and starts at the trigger.
+        Each call is `open_tag [padding] CALL [padding] close_tag`, CALL being
+        `{"name": ..., "arguments": ...}` with arguments valid under that tool's parameters.
+        is_opened: the first open_tag and its padding are already in the prompt. trigger: lazy
+        (tool_choice "auto"). alternative_schema: the output may instead be one JSON value of
+        that schema (a structured answer when no tool is called).
         """
         if not tools:
             raise ValueError("a tool-call grammar needs at least one tool")
         call = {"anyOf": [tool.call_schema() for tool in tools]} if len(tools) > 1 else tools[0].call_schema()
-        block = " ".join(part for part in (lark_string(open_tag), "call", lark_string(close_tag)) if part)
-        repeat = f' ("\\n" {block})*' if allow_parallel else ""
-        source = f"start: {block}{repeat}\ncall: %json {schema_json(call)}\n"
+        pad = f"{lark_string(padding)}?" if padding else ""
+        block = join_lark(lark_string(open_tag), pad, "call", pad, lark_string(close_tag))
+        first = join_lark("call", pad, lark_string(close_tag)) if is_opened else block
+        calls = join_lark(first, f'("\\n" {block})*' if allow_parallel else "")
+        rules = [f"call: %json {schema_json(call)}"]
+        if alternative_schema is not None:
+            rules.append(f"answer: %json {schema_json(alternative_schema)}")
+            calls = f"answer | {calls}"
+        source = "\n".join([f"start: {calls}", *rules]) + "\n"
         return cls(source, trigger=trigger, finish_reason="tool_calls")
+
+
+def join_lark(*parts: str) -> str:
+    return " ".join(part for part in parts if part)
 
 
 def schema_json(schema: dict) -> str:
