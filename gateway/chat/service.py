@@ -104,7 +104,7 @@ async def complete(run: ChatRun) -> ChatCompletion:
     """Drain the backend and build the non-streaming response."""
     try:
         text, calls = await collect_answer(run)
-        finish_reason = "tool_calls" if calls else run.finish_reason
+        finish_reason = run.answer_finish_reason(calls)
         message = AssistantMessage(content=None if calls else text, tool_calls=calls)
         return ChatCompletion(
             id=run.request_id,
@@ -139,9 +139,9 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
         calls = calls or backend_calls or None
         if rest:
             yield factory.content(rest)
-        if calls:
-            yield factory.tool_calls(calls)
-        yield factory.finish("tool_calls" if calls else run.finish_reason)
+        for event in factory.tool_calls(calls or []):
+            yield event
+        yield factory.finish(run.answer_finish_reason(calls))
         if include_usage:
             yield factory.usage(run.api_usage())
         yield DONE_EVENT
