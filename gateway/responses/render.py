@@ -52,7 +52,7 @@ class ResponseTurn:
             max_output_tokens=body.max_output_tokens,
             model=self.model_id,
             output=output or [],
-            parallel_tool_calls=True if body.parallel_tool_calls is None else body.parallel_tool_calls,
+            parallel_tool_calls=body.parallel_tool_calls is True,  # unset: one call (gateway/chat/output_spec.py)
             previous_response_id=body.previous_response_id,
             prompt_cache_key=body.prompt_cache_key,
             store=body.store is not False,

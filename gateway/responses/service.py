@@ -16,6 +16,7 @@ finished: a failed generation leaves no row.
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,9 +56,31 @@ async def start_response(gw: GatewayState, caller: Caller, body: ResponsesReques
     items = [*previous, *normalize_input(body.input)]
     chat_body = to_chat_request(body, items)
     response_id = new_response_id()
-    run = await chat_service.start_chat(gw, caller, chat_body, request, response_id)
+    try:
+        run = await chat_service.start_chat(gw, caller, chat_body, request, response_id)
+    except ApiError as exc:
+        exc.param = responses_param(exc.param)
+        raise
     turn = ResponseTurn(response_id, body, items, run.model_id, run.created)
     return StartedResponse(turn, run, tenant_id)
+
+
+CHAT_PARAMS = (  # the chat request's field names in a 400, as the Responses request spells them
+    (re.compile(r"^response_format\.json_schema\.schema"), "text.format.schema"),
+    (re.compile(r"^response_format(\.json_schema)?"), "text.format"),
+    (re.compile(r"^(tools\[\d+\])\.function\.parameters"), r"\1.parameters"),
+    (re.compile(r"^max_completion_tokens$"), "max_output_tokens"),
+    (re.compile(r"^messages$"), "input"),
+)
+
+
+def responses_param(param: str | None) -> str | None:
+    """A chat-path error's `param` renamed to the Responses field it came from."""
+    for pattern, replacement in CHAT_PARAMS if param else ():
+        renamed, count = pattern.subn(replacement, param)
+        if count:
+            return renamed
+    return param
 
 
 def load_conversation(gw: GatewayState, tenant_id: int, previous_response_id: str | None) -> list[dict]:

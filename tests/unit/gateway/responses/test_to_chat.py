@@ -8,6 +8,7 @@ from gateway.chat.prepare import prepare_request
 from gateway.errors import ApiError
 from gateway.responses.items import normalize_input, output_items
 from gateway.responses.schemas import ResponsesRequest
+from gateway.responses.service import responses_param
 from gateway.responses.to_chat import to_chat_request
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Current weather for a city.",
@@ -33,10 +34,10 @@ def test_instructions_input_tools_and_sampling_map_onto_the_chat_request():
 
 def test_text_format_becomes_response_format():
     chat = chat_of(input="x", text={"format": {"type": "json_schema", "name": "city", "schema": SCHEMA, "strict": True}})
-    assert chat.model_extra["response_format"] == {
+    assert chat.response_format == {
         "type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMA, "strict": True}}
-    assert chat_of(input="x", text={"format": {"type": "json_object"}}).model_extra["response_format"] == {"type": "json_object"}
-    assert "response_format" not in chat_of(input="x", text={"format": {"type": "text"}}).model_extra
+    assert chat_of(input="x", text={"format": {"type": "json_object"}}).response_format == {"type": "json_object"}
+    assert chat_of(input="x", text={"format": {"type": "text"}}).response_format is None
 
 
 @pytest.mark.parametrize(("fields", "param"), [
@@ -69,16 +70,42 @@ def prompt_ids(registry, tokenizer, body: ResponsesRequest, items: list[dict]) -
     return prepared.prompt.token_ids
 
 
-@pytest.mark.parametrize("tools", [None, [WEATHER]])
-def test_a_chained_turn_prompt_starts_with_the_whole_previous_prompt(registry, smollm2_tokenizer, tools):
-    """previous input + previous output + new input renders the previous prompt's exact token ids first."""
-    fields = {"model": "default", "instructions": "You are a weather assistant.", "tools": tools}
-    turns = [("Weather in Paris?", output_items("", [{"id": "call_1", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}])),
-             ([{"type": "function_call_output", "call_id": "call_1", "output": "sunny, 21 C"}], output_items("It is sunny.", None)),
-             ("And tomorrow?", output_items("Probably rain.", None))]
+def call(call_id: str, city: str) -> list[dict]:
+    return output_items("", [{"id": call_id, "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'}}])
+
+
+def result(call_id: str) -> list[dict]:
+    return [{"type": "function_call_output", "call_id": call_id, "output": "sunny, 21 C"}]
+
+
+FREE_TURNS = [("Weather in Paris?", call("call_1", "Paris")), (result("call_1"), output_items("It is sunny.", None)),
+              ("And tomorrow?", output_items("Probably rain.", None))]
+FORCED_TURNS = [("Weather in Paris?", call("call_1", "Paris")), (result("call_1"), call("call_2", "Rome")),
+                (result("call_2"), call("call_3", "Oslo"))]
+
+
+@pytest.mark.parametrize(("tools", "tool_choice", "turns"), [
+    (None, None, FREE_TURNS), ([WEATHER], "auto", FREE_TURNS), ([WEATHER], "required", FORCED_TURNS)])
+def test_a_chained_turn_prompt_starts_with_the_whole_previous_prompt(registry, smollm2_tokenizer, tools, tool_choice, turns):
+    """previous input + previous output + new input renders the previous prompt's exact token ids first
+    (a forced call's `<tool_call>` opening included: the next turn renders the call from that opening on)."""
+    fields = {"model": "default", "instructions": "You are a weather assistant.", "tools": tools, "tool_choice": tool_choice}
     items, previous = [], ()
     for new_input, output in turns:
         items = [*items, *normalize_input(new_input)]
         ids = prompt_ids(registry, smollm2_tokenizer, ResponsesRequest.model_validate(fields), items)
         assert ids[:len(previous)] == previous and len(ids) > len(previous)
         items, previous = [*items, *output], ids
+
+
+@pytest.mark.parametrize(("chat_param", "param"), [
+    ("response_format.json_schema.schema", "text.format.schema"),
+    ("response_format.json_schema", "text.format"),
+    ("tools[2].function.parameters", "tools[2].parameters"),
+    ("max_completion_tokens", "max_output_tokens"),
+    ("messages", "input"),
+    ("tool_choice", "tool_choice"),
+    (None, None),
+])
+def test_chat_path_errors_name_the_responses_field(chat_param, param):
+    assert responses_param(chat_param) == param
