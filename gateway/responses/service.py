@@ -59,7 +59,9 @@ async def start_response(gw: GatewayState, caller: Caller, body: ResponsesReques
     try:
         run = await chat_service.start_chat(gw, caller, chat_body, request, response_id)
     except ApiError as exc:
-        exc.param = responses_param(exc.param)
+        renamed = responses_param(exc.param)
+        if renamed != exc.param:
+            exc.message, exc.param = exc.message.replace(exc.param, renamed), renamed
         raise
     turn = ResponseTurn(response_id, body, items, run.model_id, run.created)
     return StartedResponse(turn, run, tenant_id)

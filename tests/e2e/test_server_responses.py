@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 from openai import OpenAI
+from pydantic import BaseModel
 from sqlalchemy import create_engine, func, select
 
 from engine import EngineConfig
@@ -16,6 +19,11 @@ INSTRUCTIONS = "You are a helpful assistant. Answer in one short sentence."
 WEATHER = {"type": "function", "name": "get_weather", "description": "Current weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 PAGE_SIZE = EngineConfig().page_size  # the e2e server runs the engine's defaults
+
+
+class CityFacts(BaseModel):
+    city: str
+    country: str
 
 
 def page_aligned(num_tokens: int) -> int:
@@ -80,18 +88,23 @@ def test_stream_sends_the_documented_events_in_order(client):
     assert final.usage.input_tokens > 0 and client.responses.retrieve(final.id).output_text == deltas
 
 
-def test_streamed_tool_call_is_a_function_call_item_with_its_arguments(client):
+def test_streamed_forced_tool_call_is_a_function_call_item_with_valid_arguments(client):
     events = list(client.responses.create(model="default", input="What's the weather in Paris?", tools=[WEATHER],
-                                          tool_choice="required", max_output_tokens=24, temperature=0, stream=True))
+                                          tool_choice="required", max_output_tokens=32, temperature=0, stream=True))
     kinds = [event.type for event in events]
-    if kinds[-1] == "response.completed":
-        assert kinds[2:6] == ["response.output_item.added", "response.function_call_arguments.delta",
-                              "response.function_call_arguments.done", "response.output_item.done"]
-        call = events[-1].response.output[0]
-        assert call.type == "function_call" and call.name == "get_weather" and call.call_id
-        assert events[3].delta == events[4].arguments == call.arguments
-    else:  # cut by max_output_tokens before the call closed: a message, and the response says why
-        assert events[-1].response.incomplete_details.reason == "max_output_tokens"
+    assert kinds[2:7] == ["response.output_item.added", "response.function_call_arguments.delta",
+                          "response.function_call_arguments.done", "response.output_item.done", "response.completed"]
+    call = events[-1].response.output[0]
+    assert call.type == "function_call" and call.name == "get_weather" and call.call_id
+    assert events[3].delta == events[4].arguments == call.arguments
+    assert isinstance(json.loads(call.arguments)["city"], str)
+
+
+def test_text_format_json_schema_parses_into_the_pydantic_model(client):
+    parsed = client.responses.parse(model="default", instructions="Give the city and its country.", input="Paris",
+                                    text_format=CityFacts, max_output_tokens=40, temperature=0)
+    assert parsed.status == "completed" and isinstance(parsed.output_parsed, CityFacts)
+    assert parsed.output_parsed.city and parsed.output_parsed.country
 
 
 def test_unknown_or_foreign_ids_are_404_and_bad_requests_400_storing_nothing(gateway_server, client, tenant):
@@ -109,7 +122,10 @@ def test_unknown_or_foreign_ids_are_404_and_bad_requests_400_storing_nothing(gat
         assert caught.value.body["code"] == "previous_response_not_found" and caught.value.body["param"] == "previous_response_id"
     bad = [({"tools": [WEATHER], "tool_choice": {"type": "function", "name": "get_time"}}, "tool_choice"),
            ({"text": {"format": {"type": "json_schema", "name": "answer", "schema": ["not", "a", "schema"]}}}, "text.format.schema"),
-           ({"input": "word " * 9000}, "messages")]
+           ({"text": {"format": {"type": "json_schema", "name": "answer", "schema": {"type": "objekt"}}}}, "text.format.schema"),
+           ({"tools": [{**WEATHER, "parameters": {"type": "object", "required": "city"}}], "tool_choice": "required"},
+            "tools[0].parameters"),
+           ({"input": "word " * 9000}, "input")]
     for fields, param in bad:
         with pytest.raises(openai.BadRequestError) as caught:
             client.responses.create(**{"model": "default", "input": "Hi", "max_output_tokens": 2, **fields})
@@ -126,20 +142,24 @@ def test_store_false_is_not_retrievable(client, gateway_server, tenant):
 
 
 def test_agent_loop_of_six_turns_hits_the_whole_previous_prompt_every_turn(client):
-    """Each turn chains to the last by previous_response_id: cached_tokens >= the previous prompt, page-aligned."""
+    """A tool-using loop chained by previous_response_id: a forced call, its result, an answer, a new question, ...
+    Every turn's cached_tokens >= the previous turn's whole prompt, page-aligned."""
     previous, rows = None, []
     for turn in range(1, 7):
         if previous is not None and previous.output[0].type == "function_call":
-            new_input = [{"type": "function_call_output", "call_id": previous.output[0].call_id, "output": "sunny, 21 C"}]
+            new_input, tool_choice = [{"type": "function_call_output", "call_id": previous.output[0].call_id,
+                                       "output": "sunny, 21 C"}], "none"
         else:
-            new_input = f"Turn {turn}: what is the weather in city number {turn}?"
+            new_input, tool_choice = f"What is the weather in city number {turn}?", "required"
         response = client.responses.create(
             model="default", instructions="You are a weather agent. Use the tool.", tools=[WEATHER], input=new_input,
-            previous_response_id=previous.id if previous else None, max_output_tokens=8, temperature=0)
-        cached, needed = response.usage.input_tokens_details.cached_tokens, page_aligned(previous.usage.input_tokens) if previous else 0
-        rows.append((turn, response.usage.input_tokens, cached, needed))
-        print(f"turn {turn}: input_tokens={response.usage.input_tokens} cached_tokens={cached} "
-              f"previous prompt page-aligned={needed} output={response.output[0].type}")
-        assert cached >= needed
+            tool_choice=tool_choice, previous_response_id=previous.id if previous else None,
+            max_output_tokens=40, temperature=0)
+        cached = response.usage.input_tokens_details.cached_tokens
+        needed = page_aligned(previous.usage.input_tokens) if previous else 0
+        rows.append((turn, response.output[0].type, response.usage.input_tokens, cached, needed))
+        print(f"turn {turn}: output={response.output[0].type} input_tokens={response.usage.input_tokens} "
+              f"cached_tokens={cached} previous prompt page-aligned={needed}")
         previous = response
-    assert rows[-1][1] > rows[0][1]
+    assert all(cached >= needed for _, _, _, cached, needed in rows), rows
+    assert [kind for _, kind, *_ in rows] == ["function_call", "message"] * 3
