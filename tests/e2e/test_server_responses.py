@@ -37,7 +37,7 @@ def tenant(gateway_server) -> dict:
 
 @pytest.fixture()
 def client(gateway_server, tenant) -> OpenAI:
-    return OpenAI(base_url=gateway_server.api_base, api_key=tenant["api_key"]["key"], max_retries=0, timeout=120)
+    return OpenAI(base_url=gateway_server.api_base, api_key=tenant["api_key"]["key"], max_retries=0, timeout=300)
 
 
 def num_stored(gateway_server, tenant_id: int) -> int:
@@ -147,14 +147,14 @@ def test_agent_loop_of_six_turns_hits_the_whole_previous_prompt_every_turn(clien
     previous, rows = None, []
     for turn in range(1, 7):
         if previous is not None and previous.output[0].type == "function_call":
-            new_input, tool_choice = [{"type": "function_call_output", "call_id": previous.output[0].call_id,
-                                       "output": "sunny, 21 C"}], "none"
+            new_input, tool_choice, max_tokens = [{"type": "function_call_output", "call_id": previous.output[0].call_id,
+                                                   "output": "sunny, 21 C"}], "none", 12
         else:
-            new_input, tool_choice = f"What is the weather in city number {turn}?", "required"
+            new_input, tool_choice, max_tokens = f"What is the weather in city number {turn}?", "required", 40
         response = client.responses.create(
             model="default", instructions="You are a weather agent. Use the tool.", tools=[WEATHER], input=new_input,
             tool_choice=tool_choice, previous_response_id=previous.id if previous else None,
-            max_output_tokens=40, temperature=0)
+            max_output_tokens=max_tokens, temperature=0)
         cached = response.usage.input_tokens_details.cached_tokens
         needed = page_aligned(previous.usage.input_tokens) if previous else 0
         rows.append((turn, response.output[0].type, response.usage.input_tokens, cached, needed))
