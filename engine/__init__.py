@@ -4,6 +4,7 @@ continuous-batching scheduler and a Llama-family model runner.
     from engine import Engine, EngineConfig, SamplingParams
     with Engine(EngineConfig()) as engine:
         result = engine.generate_sync(token_ids, SamplingParams(max_tokens=32))
+        json_out = engine.generate_sync(token_ids, SamplingParams(max_tokens=64, grammar=Grammar.json_object()))
 """
 
 from engine.config import EngineConfig
@@ -19,6 +20,7 @@ from engine.errors import (
     UnknownPinError,
 )
 from engine.forward_batch import ForwardBatch, make_forward_batch
+from engine.grammar import Grammar, GrammarError, ToolSpec
 from engine.kv_pool import KVPool
 from engine.models.llama import ModelShape
 from engine.models.loader import ALIASES as MODEL_ALIASES
@@ -31,6 +33,9 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "SamplingParams",
+    "Grammar",
+    "ToolSpec",
+    "GrammarError",
     "Usage",
     "RequestOutput",
     "KVPool",

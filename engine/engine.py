@@ -141,6 +141,14 @@ class Engine:
         self._inbox.put(AddRequest(req))
         return request_id
 
+    def compile_grammar(self, grammar) -> None:
+        """Compile `grammar` into the engine's grammar cache now (GrammarError if it does not compile).
+
+        submit compiles on the calling thread anyway; callers on an event loop call this first from a
+        worker thread, so submit then only copies the cached matcher.
+        """
+        self._core.make_grammar_state(SamplingParams(grammar=grammar))
+
     def _validate(self, token_ids: list[int], params: SamplingParams) -> None:
         if not token_ids:
             raise ValueError("the prompt has no tokens")

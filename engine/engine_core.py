@@ -33,6 +33,8 @@ from engine.commands import AbortRequest, AddRequest, CallOnStepThread, Command,
 from engine.config import EngineConfig
 from engine.detokenizer import Detokenizer
 from engine.errors import EngineError
+from engine.grammar.compiler import GrammarCompiler
+from engine.grammar.state import GrammarState
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestStatus
 from engine.sampler import make_generator
@@ -58,6 +60,7 @@ class EngineCore:
         self.scheduler = Scheduler(config, self.cache_manager)
         self.tokenizer = runner.loaded_model.tokenizer
         self.eos_token_ids = eos_token_ids
+        self.grammar_compiler = GrammarCompiler(self.tokenizer, eos_token_ids) if self.tokenizer is not None else None
         self._lock = lock
         self._waiting_lock = threading.Lock()
         self._num_waiting = 0
@@ -71,10 +74,20 @@ class EngineCore:
                      emit, *, is_counted: bool = True) -> Request:
         detokenizer = Detokenizer(self.tokenizer, token_ids, params.stop) if self.tokenizer is not None else None
         req = Request(request_id, token_ids, params, namespace, detokenizer=detokenizer,
-                      generator=make_generator(params.seed), emit=emit, eos_token_ids=self.eos_token_ids)
+                      generator=make_generator(params.seed), emit=emit, eos_token_ids=self.eos_token_ids,
+                      grammar=self.make_grammar_state(params))
         req.is_counted_waiting = is_counted
         req.emit = self._wrap_emit(req, emit)
         return req
+
+    def make_grammar_state(self, params: SamplingParams) -> GrammarState | None:
+        """The request's matcher, compiled (or copied from the cache) on the calling thread; GrammarError if bad."""
+        if params.grammar is None:
+            return None
+        if self.grammar_compiler is None:
+            raise EngineError("grammars need a tokenizer (this model runner has none)")
+        matcher = self.grammar_compiler.compile(params.grammar)
+        return GrammarState(params.grammar, matcher, self.grammar_compiler.ll_tokenizer)
 
     def _wrap_emit(self, req: Request, emit):
         def emit_once_safe(output: RequestOutput) -> None:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from engine.detokenizer import Detokenizer
+from engine.grammar.state import GrammarState
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
 
 
@@ -57,6 +58,7 @@ class Request:
         generator: torch.Generator,
         emit: Callable[[RequestOutput], None],
         eos_token_ids: frozenset[int] = frozenset(),
+        grammar: GrammarState | None = None,
     ) -> None:
         self.request_id = request_id
         self.namespace = namespace
@@ -67,6 +69,7 @@ class Request:
         self.detokenizer = detokenizer
         self.generator = generator
         self.emit = emit
+        self.grammar = grammar
         self.stop_ids = frozenset(params.stop_token_ids) | (frozenset() if params.ignore_eos else eos_token_ids)
         self.status = RequestStatus.WAITING
         self.pages: list[int] = []
@@ -121,12 +124,18 @@ class Request:
         if self.first_token_s is None:
             self.first_token_s = now
         self.tokens.append(token_id)
+        grammar = self.grammar
+        if grammar is not None:
+            grammar.accept(token_id)
         if token_id in self.stop_ids:
-            self.finish_reason = "stop"
+            self.finish_reason = grammar.grammar.finish_reason if grammar and grammar.is_in_force else "stop"
             return self.detokenizer.finish() if self.detokenizer else ""
         delta = self.detokenizer.add_token(token_id) if self.detokenizer else ""
         if self.detokenizer is not None and self.detokenizer.is_stopped:
             self.finish_reason = "stop"
+        elif grammar is not None and grammar.is_finished:
+            self.finish_reason = grammar.grammar.finish_reason
+            delta += self.detokenizer.finish() if self.detokenizer else ""
         elif self.num_outputs >= self.params.max_tokens:
             self.finish_reason = "length"
             delta += self.detokenizer.finish() if self.detokenizer else ""

@@ -4,13 +4,17 @@ Greedy rows (temperature 0 or top_k 1) take the argmax together in one op.
 Sampled rows apply temperature, then top-k, then top-p (nucleus, always
 keeping the most likely token) and draw with the request's own
 torch.Generator, so a seeded request gives the same tokens whatever else is
-in the batch.
+in the batch. Rows under a grammar first get the grammar's token bitmask
+(engine.grammar.mask): all constrained rows of a batch are filled in one
+parallel pass and masked in one op, before any row is chosen.
 """
 
 from __future__ import annotations
 
 import torch
 
+from engine.grammar.mask import MaskFiller, apply_bitmask
+from engine.grammar.state import GrammarState
 from engine.sampling_params import SamplingParams
 
 
@@ -58,14 +62,27 @@ def sample_row(logits: torch.Tensor, params: SamplingParams, generator: torch.Ge
 class Sampler:
     """Samples a batch: one row of logits per request, in order."""
 
+    def __init__(self) -> None:
+        self._mask_filler = MaskFiller()
+
     def sample(
-        self, logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator]
+        self, logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator],
+        grammars: list[GrammarState | None] | None = None,
     ) -> list[int]:
-        """logits: (num_rows, vocab) float32; returns one token id per row."""
+        """logits: (num_rows, vocab) float32; returns one token id per row (grammars[i] constrains row i)."""
         if logits.shape[0] != len(params):
             raise ValueError(f"{logits.shape[0]} logit rows for {len(params)} requests")
+        self.mask(logits, grammars or [])
         tokens = torch.argmax(logits, dim=-1).tolist()
         for row, (row_params, generator) in enumerate(zip(params, generators)):
             if not row_params.is_greedy:
                 tokens[row] = sample_row(logits[row].cpu(), row_params, generator)
         return tokens
+
+    def mask(self, logits: torch.Tensor, grammars: list[GrammarState | None]) -> None:
+        """Forbid, in place, every token a row's grammar does not allow next."""
+        rows = [row for row, grammar in enumerate(grammars) if grammar is not None and grammar.needs_mask]
+        if rows:
+            bitmask = self._mask_filler.fill([grammars[row].matcher for row in rows], logits.shape[-1])
+            with torch.inference_mode():  # the runner's logits are inference tensors
+                apply_bitmask(logits, rows, bitmask)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.grammar.spec import Grammar
+
 
 @dataclass
 class SamplingParams:
@@ -13,7 +15,10 @@ class SamplingParams:
     "no filter". seed makes sampling reproducible per request (same seed, same
     prompt, same output). stop strings are matched on the decoded text and
     trimmed from it; stop_token_ids and EOS end the request without adding
-    their text. max_tokens == 0 only prefills (used by pins).
+    their text. max_tokens == 0 only prefills (used by pins). grammar
+    constrains the output (engine.grammar): each token is drawn from the
+    grammar's mask, and a completed grammar ends the request with the
+    grammar's finish_reason.
     """
 
     max_tokens: int = 16
@@ -24,6 +29,7 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     stop_token_ids: list[int] = field(default_factory=list)
     ignore_eos: bool = False
+    grammar: Grammar | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -66,7 +72,8 @@ class Usage:
 class RequestOutput:
     """One streamed step of a request: new token ids and their text delta.
 
-    finish_reason is None until the last output ("stop", "length" or "abort");
+    finish_reason is None until the last output ("stop", "length", "abort", or
+    the grammar's own, e.g. "tool_calls");
     usage and the full text/token ids are set on the last output only. error
     is set (and finish_reason == "abort") when the engine failed this request.
     """

@@ -195,7 +195,8 @@ class Scheduler:
         if logits is None or logits.shape[0] != len(sampled):
             raise EngineError(f"runner returned logits for {None if logits is None else logits.shape[0]} "
                               f"rows, expected {len(sampled)}")
-        return self.sampler.sample(logits, [c.req.params for c in sampled], [c.req.generator for c in sampled])
+        reqs = [c.req for c in sampled]
+        return self.sampler.sample(logits, [r.params for r in reqs], [r.generator for r in reqs], [r.grammar for r in reqs])
 
     def _advance(self, chunk: ScheduledChunk) -> None:
         req = chunk.req

@@ -79,7 +79,7 @@ def from_exception(exc: Exception) -> ApiError:
 
     Unknown exceptions become a 500 whose message reveals nothing of the exception.
     """
-    from engine import EngineOverloadedError, PromptTooLongError, QuotaExceededError
+    from engine import EngineOverloadedError, GrammarError, PromptTooLongError, QuotaExceededError
     from gateway.prompt_templates import TemplateError, TemplateNotFound
     from gateway.routing.base import BackendUnavailableError
 
@@ -87,6 +87,8 @@ def from_exception(exc: Exception) -> ApiError:
         return exc
     if isinstance(exc, PromptTooLongError):
         return ApiError(400, str(exc), "invalid_request_error", "context_length_exceeded", "messages")
+    if isinstance(exc, GrammarError):
+        return bad_request(f"The output constraint cannot be compiled: {exc}", None, "invalid_schema")
     if isinstance(exc, EngineOverloadedError):
         return service_unavailable(f"The engine queue is full; retry later. ({exc})")
     if isinstance(exc, QuotaExceededError):

@@ -52,9 +52,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
 
 def include_routers(app: FastAPI) -> None:
-    from gateway.routes import admin, canonicalize, chat, metrics, models, pins, stats, templates
+    from gateway.routes import admin, canonicalize, chat, metrics, models, pins, responses, stats, templates
 
-    for module in (chat, models, canonicalize, stats, metrics, admin, templates, pins):
+    for module in (chat, responses, models, canonicalize, stats, metrics, admin, templates, pins):
         app.include_router(module.router)
 
     @app.get("/healthz", include_in_schema=False)

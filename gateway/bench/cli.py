@@ -12,7 +12,8 @@ from gateway.bench.policy import command as policy
 from gateway.bench.radix import command as radix
 from gateway.bench.rag import command as rag
 from gateway.bench.stats import command as stats
+from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, decode, stats):
+for bench in (radix, agent, rag, policy, decode, stats, structured):
     bench.register(app)

@@ -23,13 +23,12 @@ worker, never on the request path).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
+from gateway.chat.output_spec import OutputSpec, build_output_spec
 from gateway.chat.schemas import ChatCompletionRequest
-from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.errors import ApiError, bad_request
 from gateway.insight.counterfactual import CanonicalPrompt
 from gateway.routing.base import GenerationParams, PreparedPrompt
@@ -83,7 +82,7 @@ def prepare_for_tenant(
 ) -> PreparedRequest:
     """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules."""
     engine = gw.engine
-    return prepare_request(
+    prepared = prepare_request(
         body,
         templates=gw.templates,
         tokenizer=engine.tokenizer,
@@ -93,15 +92,44 @@ def prepare_for_tenant(
         tenant_template=tenant_template,
         rules=rules_for(tenant),
     )
+    if prepared.params.grammar is not None:
+        engine.compile_grammar(prepared.params.grammar)  # here, in the worker thread; GrammarError -> 400
+    return prepared
+
+
+# OpenAI fields radixgate does not implement, with the values that mean "not used" (sent by some clients)
+UNSUPPORTED_FIELDS = {
+    "logprobs": (None, False),
+    "top_logprobs": (None, 0),
+    "logit_bias": (None, {}),
+    "frequency_penalty": (None, 0, 0.0),
+    "presence_penalty": (None, 0, 0.0),
+    "functions": (None, []),
+    "function_call": (None,),
+    "audio": (None,),
+    "modalities": (None, ["text"]),
+    "prediction": (None,),
+    "web_search_options": (None,),
+}
 
 
 def validate_request(body: ChatCompletionRequest) -> None:
-    """Reject what we cannot serve, with OpenAI-style 400s, before any work is done."""
+    """Reject what we cannot serve, with OpenAI-style 400s naming the field, before any work is done."""
     if body.n is not None and body.n > 1:
         raise bad_request("n > 1 is not supported: radixgate returns exactly one choice per request.", "n", "unsupported_n")
+    extra = body.model_extra or {}
+    for name, unused in UNSUPPORTED_FIELDS.items():
+        if name in extra and extra[name] not in unused:
+            raise bad_request(f"{name!r} is not supported by this server; leave it out.", name, "unsupported_parameter")
 
 
-def generation_params(body: ChatCompletionRequest, default_max_tokens: int) -> GenerationParams:
+def output_spec(body: ChatCompletionRequest) -> OutputSpec:
+    """The body's structured-output and tool-forcing fields as one OutputSpec (gateway/chat/output_spec.py)."""
+    return build_output_spec(response_format=body.response_format, tools=body.tools, tool_choice=body.tool_choice,
+                             parallel_tool_calls=body.parallel_tool_calls)
+
+
+def generation_params(body: ChatCompletionRequest, default_max_tokens: int, spec: OutputSpec | None = None) -> GenerationParams:
     max_tokens = body.max_completion_tokens or body.max_tokens or default_max_tokens
     return GenerationParams(
         max_tokens=max_tokens,
@@ -112,6 +140,9 @@ def generation_params(body: ChatCompletionRequest, default_max_tokens: int) -> G
         tools=tuple(body.tools or ()),
         tool_choice=body.tool_choice,
         user=body.user,
+        response_format=body.response_format,
+        parallel_tool_calls=body.parallel_tool_calls,
+        grammar=spec.grammar if spec else None,
     )
 
 
@@ -131,6 +162,7 @@ def prepare_request(
     Raises ApiError (400) for bad templates or long prompts.
     """
     validate_request(body)
+    spec = output_spec(body)
     raw_body = body.body_dict()
     try:
         sections = canonicalize(raw_body, rules)
@@ -152,13 +184,11 @@ def prepare_request(
         token_ids, text, prefix_len, section_tokens = raw_ids, tokenizer.decode(list(raw_ids)), 0, {}
         template_name, version = None, None
         messages = tuple(m for m in raw_body["messages"])
-    params = generation_params(body, default_max_tokens)
-    forced = forced_tool_prefix(body)
+    params = generation_params(body, default_max_tokens, spec)
+    forced = spec.assistant_prefix
     if forced:
-        # The forced prefix carries a client-named tool: its text must never become control tokens.
         token_ids += tuple(tokenizer.encode(forced, add_special_tokens=False, split_special_tokens=True))
         text += forced
-        params = replace(params, stop=(*params.stop, TOOL_CALL_CLOSE))
     check_length(len(token_ids), max_context)
     params = clamp_max_tokens(params, len(token_ids), max_context)
     prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced)
@@ -199,24 +229,6 @@ def render_sections(templates: Any, sections: Sections, tokenizer: Any, name: st
         raise bad_request(f"Unknown template {name!r}.", "template", "template_not_found") from exc
     except TemplateError as exc:
         raise bad_request(f"Template {name!r} failed to render: {exc}", "template", "template_error") from exc
-
-
-def forced_tool_prefix(body: ChatCompletionRequest) -> str:
-    """The text the answer must start with for tool_choice "required" or a named function ("" otherwise)."""
-    choice = body.tool_choice
-    if not body.tools or choice in (None, "auto", "none"):
-        return ""
-    names = [(tool.get("function") or {}).get("name") for tool in body.tools]
-    if choice == "required":
-        if len(names) > 1:
-            return TOOL_CALL_OPEN + '{"name": "'
-        choice = {"type": "function", "function": {"name": names[0]}}
-    name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
-    if not name:
-        raise bad_request("tool_choice must be 'none', 'auto', 'required' or a named function.", "tool_choice")
-    if name not in names:
-        raise bad_request(f"tool_choice names {name!r}, which is not in tools.", "tool_choice")
-    return TOOL_CALL_OPEN + json.dumps({"name": name})[:-1] + ', "arguments": {"'
 
 
 def check_length(num_prompt_tokens: int, max_context: int) -> None:

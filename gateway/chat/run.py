@@ -91,6 +91,13 @@ class ChatRun:
     def wants_tool_calls(self) -> bool:
         return bool(self.body.tools) and self.body.tool_choice != "none"
 
+    def answer_finish_reason(self, calls: list[dict] | None) -> str:
+        """"tool_calls" when the answer parsed as calls; otherwise the backend's reason, never a
+        "tool_calls" without calls (a grammar that allowed a JSON answer instead reports it)."""
+        if calls:
+            return "tool_calls"
+        return "stop" if self.finish_reason == "tool_calls" else self.finish_reason
+
     def make_tool_call_detector(self) -> ToolCallDetector:
         from gateway.chat.tool_calls import ToolCallDetector
 

@@ -49,6 +49,8 @@ class ChatCompletionRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int | None = Field(default=None, ge=1)
+    response_format: dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
     user: str | None = None
     prompt_cache_key: str | None = None
     # radixgate extras

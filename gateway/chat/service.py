@@ -43,21 +43,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest) -> ChatRun:
+def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request_id: str | None = None) -> ChatRun:
     """A run handed only the parts of the gateway it uses."""
     return ChatRun(
         caller=caller,
         body=body,
-        request_id=f"chatcmpl-{uuid.uuid4().hex}",
+        request_id=request_id or f"chatcmpl-{uuid.uuid4().hex}",
         tenant_limits=gw.tenant_limits,
         recorder=RunRecorder(gw.log_writer, gw.metrics, gw.miss_attributor),
         background_tasks=gw.background_tasks,
     )
 
 
-async def start_chat(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request) -> ChatRun:
-    """Admit and prepare the request and fetch the backend's first output. Raises ApiError."""
-    run = new_run(gw, caller, body)
+async def start_chat(
+    gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request | None, request_id: str | None = None
+) -> ChatRun:
+    """Admit and prepare the request and fetch the backend's first output. Raises ApiError.
+
+    `request_id` names the run (default a new "chatcmpl-..." id); the Responses API passes its response id."""
+    run = new_run(gw, caller, body, request_id)
     run.admit()
     try:
         if gw.router is None or gw.engine is None:
@@ -123,7 +127,7 @@ async def complete(run: ChatRun) -> ChatCompletion:
     """Drain the backend and build the non-streaming response."""
     try:
         text, calls = await collect_answer(run)
-        finish_reason = "tool_calls" if calls else run.finish_reason
+        finish_reason = run.answer_finish_reason(calls)
         message = AssistantMessage(content=None if calls else text, tool_calls=calls)
         return ChatCompletion(
             id=run.request_id,
@@ -158,9 +162,9 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
         calls = calls or backend_calls or None
         if rest:
             yield factory.content(rest)
-        if calls:
-            yield factory.tool_calls(calls)
-        yield factory.finish("tool_calls" if calls else run.finish_reason)
+        for event in factory.tool_calls(calls or []):
+            yield event
+        yield factory.finish(run.answer_finish_reason(calls))
         if include_usage:
             yield factory.usage(run.api_usage())
         yield DONE_EVENT

@@ -7,6 +7,9 @@
     data: {... "choices": [], "usage": {...}}\n\n        <- only with stream_options.include_usage
     data: [DONE]\n\n
 
+A tool call streams as OpenAI's do: a chunk with the call's index, id and name,
+then chunks with argument fragments (see ChunkFactory.tool_calls).
+
 With include_usage every chunk carries `"usage": null` except the last one,
 as OpenAI does. An error after the stream started is sent as one
 `data: {"error": {...}}` event, then [DONE].
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from gateway.chat.schemas import ChatCompletionChunk, ChunkChoice, ChunkDelta, Usage
 
 DONE_EVENT = b"data: [DONE]\n\n"
+ARGUMENT_FRAGMENT_CHARS = 16
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -49,9 +53,19 @@ class ChunkFactory:
     def content(self, text: str) -> bytes:
         return self._event([ChunkChoice(delta=ChunkDelta(content=text))])
 
-    def tool_calls(self, calls: list[dict]) -> bytes:
-        indexed = [{"index": i, **call} for i, call in enumerate(calls)]
-        return self._event([ChunkChoice(delta=ChunkDelta(tool_calls=indexed))])
+    def tool_calls(self, calls: list[dict]) -> list[bytes]:
+        """OpenAI's shape: per call, one chunk with index, id, type and name (arguments ""), then the
+        arguments in fragments (chunks with only index and function.arguments)."""
+        events = []
+        for index, call in enumerate(calls):
+            head = {"index": index, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            events.append(self._event([ChunkChoice(delta=ChunkDelta(tool_calls=[head]))]))
+            arguments = call["function"]["arguments"]
+            for start in range(0, len(arguments), ARGUMENT_FRAGMENT_CHARS):
+                fragment = {"index": index, "function": {"arguments": arguments[start:start + ARGUMENT_FRAGMENT_CHARS]}}
+                events.append(self._event([ChunkChoice(delta=ChunkDelta(tool_calls=[fragment]))]))
+        return events
 
     def finish(self, finish_reason: str) -> bytes:
         return self._event([ChunkChoice(delta=ChunkDelta(), finish_reason=finish_reason)])

@@ -48,6 +48,9 @@ class GenerationParams:
     tools: tuple[dict, ...] = ()
     tool_choice: Any = None
     user: str | None = None
+    response_format: dict | None = None
+    parallel_tool_calls: bool | None = None
+    grammar: Any = None  # an engine.Grammar for the embedded engine; remotes get the fields above
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ def to_sampling_params(params: GenerationParams):
         top_p=params.top_p,
         seed=params.seed,
         stop=list(params.stop),
+        grammar=params.grammar,
     )
 
 

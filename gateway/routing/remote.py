@@ -100,9 +100,11 @@ class RemoteBackend:
             "timeout": self._timeout_s,
             "num_retries": 0,
         }
-        optional = {"seed": params.seed, "stop": list(params.stop) or None, "user": params.user}
+        optional = {"seed": params.seed, "stop": list(params.stop) or None, "user": params.user,
+                    "response_format": params.response_format}
         if params.tools:
-            optional.update(tools=[dict(t) for t in params.tools], tool_choice=params.tool_choice)
+            optional.update(tools=[dict(t) for t in params.tools], tool_choice=params.tool_choice,
+                            parallel_tool_calls=params.parallel_tool_calls)
         kwargs.update({k: v for k, v in optional.items() if v is not None})
         return kwargs
 

@@ -44,13 +44,14 @@ class FakeRunner:
         self.num_forwards = 0
         self.batch_sizes: list[int] = []
         self.token_counts: list[int] = []  # new tokens per forward
+        self.poison_token: int | None = POISON_TOKEN
 
     def forward(self, batch) -> torch.Tensor:
         batch.validate()
         self.num_forwards += 1
         self.batch_sizes.append(batch.num_seqs)
         self.token_counts.append(batch.num_tokens)
-        if (batch.input_ids == POISON_TOKEN).any():
+        if self.poison_token is not None and (batch.input_ids == self.poison_token).any():
             raise EngineError("poisoned batch")
         kv = self.pool.k_cache[0]  # (num_slots, 1, 2): token id, position
         kv[batch.out_slots, 0, 0] = batch.input_ids.float()
@@ -65,3 +66,31 @@ class FakeRunner:
             row[next_token(context[:, 0].long().tolist())] = 1.0
             rows.append(row)
         return torch.stack(rows) if rows else torch.zeros(0, VOCAB)
+
+
+class TokenizerLoadedModel(FakeLoadedModel):
+    """A fake model that carries a real tokenizer (for grammar tests): EOS is the tokenizer's."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.eos_token_ids = [tokenizer.eos_token_id]
+
+
+class WideFakeRunner(FakeRunner):
+    """FakeRunner over a real tokenizer's vocabulary: each row is a pseudo-random preference over all
+    tokens, seeded by next_token(context), so outputs still depend on every attended token (and on
+    nothing else) while a grammar's mask decides which of them may be chosen."""
+
+    def __init__(self, tokenizer, num_pages: int = 256, page_size: int = 4) -> None:
+        super().__init__(num_pages, page_size)
+        self.loaded_model = TokenizerLoadedModel(tokenizer)
+        self.poison_token = None  # sampled ids span the whole vocabulary
+        self.vocab_size = len(tokenizer)
+
+    def forward(self, batch) -> torch.Tensor:
+        narrow = super().forward(batch)  # (rows, VOCAB) one-hot at next_token(context)
+        rows = []
+        for seed in narrow.argmax(dim=-1).tolist():
+            generator = torch.Generator().manual_seed(int(seed))
+            rows.append(torch.rand(self.vocab_size, generator=generator))
+        return torch.stack(rows) if rows else torch.zeros(0, self.vocab_size)

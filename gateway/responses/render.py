@@ -1,0 +1,94 @@
+"""The `response` object of one Responses request: the request's settings echoed, the output, status and usage.
+
+    turn = ResponseTurn(response_id, body, input_items, model_id, created_at)
+    turn.response("in_progress")                                  # what response.created carries
+    turn.response(status_of(finish_reason), output, usage)        # the finished one
+
+A generation cut by max_output_tokens is "incomplete" with
+incomplete_details.reason "max_output_tokens"; anything else that finished is
+"completed".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gateway.responses.schemas import (
+    IncompleteDetails,
+    InputTokensDetails,
+    OutputTokensDetails,
+    ResponseObject,
+    ResponseUsage,
+)
+
+if TYPE_CHECKING:
+    from gateway.chat.schemas import Usage
+    from gateway.responses.schemas import ResponsesRequest
+
+DEFAULT_TEXT = {"format": {"type": "text"}}
+
+
+@dataclass(frozen=True)
+class ResponseTurn:
+    """One Responses request resolved: its id, the body, the whole conversation it generates from."""
+
+    response_id: str
+    body: ResponsesRequest
+    input_items: list[dict]
+    model_id: str
+    created_at: int
+
+    def response(self, status: str, output: list[dict] | None = None, usage: Usage | None = None,
+                 error: dict | None = None) -> ResponseObject:
+        body = self.body
+        return ResponseObject(
+            id=self.response_id,
+            created_at=self.created_at,
+            status=status,
+            error=error,
+            incomplete_details=IncompleteDetails(reason="max_output_tokens") if status == "incomplete" else None,
+            instructions=body.instructions,
+            max_output_tokens=body.max_output_tokens,
+            model=self.model_id,
+            output=output or [],
+            parallel_tool_calls=body.parallel_tool_calls is True,  # unset: one call (gateway/chat/output_spec.py)
+            previous_response_id=body.previous_response_id,
+            prompt_cache_key=body.prompt_cache_key,
+            store=body.store is not False,
+            temperature=1.0 if body.temperature is None else body.temperature,
+            text=echo_text(body.text),
+            tool_choice="auto" if body.tool_choice is None else body.tool_choice,
+            tools=[echo_tool(tool) for tool in body.tools or ()],
+            top_p=1.0 if body.top_p is None else body.top_p,
+            usage=response_usage(usage) if usage is not None else None,
+            user=body.user,
+            metadata=body.metadata or {},
+        )
+
+
+def status_of(finish_reason: str) -> str:
+    return "incomplete" if finish_reason == "length" else "completed"
+
+
+def response_usage(usage: Usage) -> ResponseUsage:
+    cached = usage.prompt_tokens_details.cached_tokens
+    return ResponseUsage(
+        input_tokens=usage.prompt_tokens,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=usage.prompt_tokens - cached),
+        output_tokens=usage.completion_tokens,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=usage.total_tokens,
+    )
+
+
+def echo_text(text: dict | None) -> dict:
+    if not text or not text.get("format"):
+        return {**(text or {}), **DEFAULT_TEXT}
+    return text
+
+
+def echo_tool(tool: dict) -> dict:
+    """A function tool as the response lists it (FunctionTool: parameters and strict always present)."""
+    return {"type": "function", "name": tool.get("name"), "description": tool.get("description"),
+            "parameters": tool.get("parameters"), "strict": tool.get("strict")}
