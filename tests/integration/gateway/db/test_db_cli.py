@@ -50,5 +50,7 @@ def test_bench_stats_runs_on_both_backends(tmp_path):
     invoke("bench", "stats", "--rows", "3000", "--tenants", "4", "--repeats", "1", "--pg", server, "--json", str(out))
     result = json.loads(out.read_text())
     for backend in ("sqlite", "postgresql"):
-        assert set(result[backend]["queries"]) >= {"tenant_stats_7d_hour", "all_tenant_stats_all"}
+        assert set(result[backend]["queries"]) >= {"tenant_stats_7d_hour", "all_tenant_stats_all",
+                                                   "overview_page_all", "doctor_page_all"}
         assert all(timing["median_s"] > 0 for timing in result[backend]["queries"].values())
+        assert result[backend]["doctor_cli"]["median_s"] > 0
