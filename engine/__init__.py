@@ -20,13 +20,15 @@ from engine.errors import (
     UnknownPinError,
 )
 from engine.forward_batch import ForwardBatch, make_forward_batch
-from engine.grammar import Grammar, GrammarError, ToolSpec
+from engine.grammar import Grammar, GrammarCompiler, GrammarError, ToolSpec
+from engine.grammar.state import GrammarState
 from engine.kv_pool import KVPool
 from engine.models.llama import ModelShape
 from engine.models.loader import ALIASES as MODEL_ALIASES
 from engine.models.loader import LoadedModel, load_model, locate_alias
 from engine.radix_cache import RadixCache
 from engine.runner import ModelRunner, resolve_device, resolve_dtype
+from engine.sampler import Sampler
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
 
 __all__ = [
@@ -48,6 +50,9 @@ __all__ = [
     "ModelShape",
     "ModelRunner",
     "ForwardBatch",
+    "GrammarCompiler",
+    "GrammarState",
+    "Sampler",
     "make_forward_batch",
     "resolve_device",
     "resolve_dtype",

@@ -27,7 +27,10 @@ class MaskFiller:
         if self._executor is None:
             self._executor = llguidance.LLExecutor(self._num_threads)
         bitmask = llg_torch.allocate_token_bitmask(len(matchers), vocab_size)
-        llg_torch.fill_next_token_bitmask_par(self._executor, [(m, i) for i, m in enumerate(matchers)], bitmask)
+        if len(matchers) == 1:  # no hand-off to the pool for a single row
+            llg_torch.fill_next_token_bitmask(matchers[0], bitmask, 0)
+        else:
+            llg_torch.fill_next_token_bitmask_par(self._executor, [(m, i) for i, m in enumerate(matchers)], bitmask)
         return bitmask
 
 
@@ -38,7 +41,11 @@ def apply_bitmask(logits: torch.Tensor, rows: list[int], bitmask: torch.Tensor) 
     width = logits.shape[-1]
     if allowed.shape[1] < width:
         allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]), value=False)
+    forbidden = ~allowed[:, :width].to(logits.device)
+    if rows == list(range(logits.shape[0])):  # every row constrained: mask in place, no gather
+        logits.masked_fill_(forbidden, float("-inf"))
+        return
     index = torch.tensor(rows, dtype=torch.long, device=logits.device)
     selected = logits.index_select(0, index)
-    selected.masked_fill_(~allowed[:, :width].to(logits.device), float("-inf"))
+    selected.masked_fill_(forbidden, float("-inf"))
     logits.index_copy_(0, index, selected)

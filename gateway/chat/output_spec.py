@@ -17,6 +17,11 @@ wire formats get the same grammar, the same forced prefix and the same 400s.
   * tool_choice "auto" (or absent, with tools): free text, but an answer that starts a
     `<tool_call>` is completed under the grammar (a lazy grammar, engine.grammar.spec).
 
+Schemas are closed before they become grammars: an object schema that lists
+`properties` and says nothing of `additionalProperties` gets `false` (what OpenAI's
+strict mode does). An answer valid under the closed schema is valid under the
+client's, and a small model cannot fill its arguments with echoes of the schema.
+
 Every refusal is an ApiError 400 naming the offending field.
 """
 
@@ -49,11 +54,11 @@ def build_output_spec(
     choice = normalize_tool_choice(tool_choice, specs)
     allow_parallel = parallel_tool_calls is True  # unset: one call (see the module docstring)
     if choice == "none" or not specs:
-        return OutputSpec(grammar=Grammar.json_schema(answer_schema) if answer_schema is not None else None)
+        return OutputSpec(grammar=Grammar.json_schema(close_objects(answer_schema)) if answer_schema is not None else None)
     if choice == "auto":
         grammar = Grammar.tool_calls(specs, open_tag=OPEN_TAG, close_tag=TOOL_CALL_CLOSE, padding="\n",
                                      allow_parallel=allow_parallel, trigger=None if answer_schema else OPEN_TAG,
-                                     alternative_schema=answer_schema)
+                                     alternative_schema=close_objects(answer_schema) if answer_schema else None)
         return OutputSpec(grammar=grammar)
     if choice != "required":
         specs, allow_parallel = [spec for spec in specs if spec.name == choice], False
@@ -92,7 +97,7 @@ def tool_specs(tools: list[dict]) -> list[ToolSpec]:
         parameters = function.get("parameters")
         if parameters is not None:
             check_schema(parameters, f"tools[{index}].function.parameters")
-        specs.append(ToolSpec(function.get("name"), parameters))
+        specs.append(ToolSpec(function.get("name"), close_objects(parameters) if parameters is not None else None))
     return specs
 
 
@@ -123,3 +128,27 @@ def check_schema(schema: Any, param: str) -> None:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise bad_request(f"{param} is not a valid JSON Schema: {exc.message}", param, "invalid_schema") from exc
+
+
+SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains")
+
+
+def close_objects(schema: Any) -> Any:
+    """A copy of `schema` where every object schema with `properties` and no `additionalProperties` is closed."""
+    if not isinstance(schema, dict):
+        return schema
+    closed = dict(schema)
+    for key in SCHEMA_MAPS:
+        if isinstance(closed.get(key), dict):
+            closed[key] = {name: close_objects(sub) for name, sub in closed[key].items()}
+    for key in SCHEMA_LISTS:
+        if isinstance(closed.get(key), list):
+            closed[key] = [close_objects(sub) for sub in closed[key]]
+    for key in SCHEMA_VALUES:
+        if isinstance(closed.get(key), dict):
+            closed[key] = close_objects(closed[key])
+    if isinstance(closed.get("properties"), dict) and "additionalProperties" not in closed:
+        closed["additionalProperties"] = False
+    return closed

@@ -40,6 +40,8 @@ def decode(
     threads: int = typer.Option(1, min=0, help="torch.set_num_threads; 0 leaves torch's default. One thread is "
                                 "the default: OpenMP threads that share cores with other work slow every step."),
     vs: list[str] = typer.Option([], "--vs", help="Also time a baseline side by side: hf (transformers generate)."),
+    grammar: str = typer.Option("none", help="json: time decode under a JSON-schema grammar vs free, side by side "
+                                "(batch sizes from --batch; the table shows the ratio)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
 ) -> None:
     """Time greedy decode (one ragged forward per step over the whole batch); medians of --repeat passes."""
@@ -48,6 +50,8 @@ def decode(
     from engine import ModelRunner
     from gateway.bench.decode.run import run_decode_bench, run_prefill_bench
 
+    if grammar not in ("none", "json"):
+        raise typer.BadParameter(f"--grammar takes none or json, got {grammar!r}")
     if set(vs) - {"hf"}:
         raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - {'hf'})}; available: hf")
     set_torch_threads(threads)
@@ -59,11 +63,24 @@ def decode(
     hf_model = runner.loaded_model.build_hf_model(runner.dtype) if "hf" in vs else None
     typer.echo(f"{runner.loaded_model.model_id}: dtype {runner.dtype}, device {runner.device}, "
                f"{torch.get_num_threads()} threads")
+    if grammar == "json":
+        from gateway.bench.decode.grammar import format_grammar_result, run_grammar_bench
+
+        with progress_bars(tokens) as progress:
+            result = run_grammar_bench(runner, sizes, tokens, prompt_len, repeat, progress)
+        for line in format_grammar_result(result):
+            typer.echo(line)
+        write_json(result, json_out)
+        return
     with progress_bars(tokens) as progress:
         result = run_decode_bench(runner, sizes, tokens, prompt_len, repeat, hf_model, progress)
     if prefill_len:
         result["prefill"] = run_prefill_bench(runner, prefill_len, repeat, hf_model)
     print_result(result)
+    write_json(result, json_out)
+
+
+def write_json(result: dict, json_out: Path | None) -> None:
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result, indent=2))

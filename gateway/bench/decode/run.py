@@ -61,22 +61,27 @@ class PagedSequence:
         self.pages = []
 
 
+def argmax_tokens(logits: torch.Tensor) -> list[int]:
+    return logits.argmax(-1).tolist()
+
+
 def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Progress | None,
-                label: str) -> tuple[float, float, list[list[int]]]:
+                label: str, choose=argmax_tokens) -> tuple[float, float, list[list[int]]]:
     """(decode wall seconds, decode process CPU seconds, generated ids per sequence) of one greedy pass.
 
+    ``choose(logits) -> token ids`` picks each step's tokens (and is timed with the step).
     CPU seconds well above ``wall * num_threads`` cannot happen; far below it means other processes
     took the cores (the wall-clock rate is then a lower bound).
     """
     seqs = [PagedSequence(runner.pool) for _ in prompts]
     try:
         logits = runner.forward(make_forward_batch(prompts, [s.extend(len(p)) for s, p in zip(seqs, prompts)]))
-        tokens = logits.argmax(-1).tolist()
+        tokens = choose(logits)
         generated = [[t] for t in tokens]
         started, cpu_started = time.perf_counter(), time.process_time()
         for step in range(num_tokens):
             batch = make_forward_batch([[t] for t in tokens], [s.extend(1) for s in seqs])
-            tokens = runner.forward(batch).argmax(-1).tolist()
+            tokens = choose(runner.forward(batch))
             for out, t in zip(generated, tokens):
                 out.append(t)
             if progress is not None:

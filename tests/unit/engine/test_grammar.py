@@ -93,6 +93,9 @@ def test_apply_bitmask_keeps_only_the_allowed_tokens_of_masked_rows():
     apply_bitmask(logits, [1], bitmask)
     assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == [5, 32]
     assert torch.isfinite(logits[0]).all() and torch.isfinite(logits[2]).all()
+    every_row = torch.zeros(2, 70)
+    apply_bitmask(every_row, [0, 1], bitmask.expand(2, 3).contiguous())
+    assert [torch.isfinite(row).nonzero().flatten().tolist() for row in every_row] == [[5, 32], [5, 32]]
 
 
 def is_eos_allowed(state, eos: int) -> bool:

@@ -63,3 +63,12 @@ def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runne
     assert result["kv_budget_tokens"] == 1536 and result["unique_prompt_tokens"] > 1536
     for summary in result["policies"].values():
         assert 0 <= summary["hit_rate"] < 1 and summary["wall_s"] > 0
+
+
+def test_decode_grammar_bench_keeps_the_grammar_in_force_on_every_step(runners):
+    from gateway.bench.decode.grammar import run_grammar_bench
+
+    result = run_grammar_bench(runners(64, 16), [2], num_tokens=6, prompt_len=8, repeat=1)
+    (row,) = result["results"]
+    assert row["batch"] == 2 and row["free_tok_s"] > 0 and row["json_tok_s"] > 0
+    assert row["ratio"] == row["json_tok_s"] / row["free_tok_s"]

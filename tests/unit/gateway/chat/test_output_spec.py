@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.chat.output_spec import build_output_spec
+from gateway.chat.output_spec import build_output_spec, close_objects
 from gateway.chat.prepare import validate_request
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.chat.tool_calls import TOOL_CALL_OPEN
@@ -88,3 +88,17 @@ def test_unsupported_fields_at_their_unused_values_pass():
     body = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], logprobs=False,
                                  presence_penalty=0, frequency_penalty=0.0, logit_bias={})
     validate_request(body)
+
+
+def test_object_schemas_are_closed_unless_they_say_otherwise():
+    schema = {"type": "object", "properties": {
+        "properties": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "open": {"type": "object", "properties": {}, "additionalProperties": True},
+        "list": {"type": "array", "items": {"type": "object", "properties": {"y": {"type": "number"}}}}}}
+    closed = close_objects(schema)
+    assert closed["additionalProperties"] is False
+    assert closed["properties"]["properties"]["additionalProperties"] is False
+    assert set(closed["properties"]) == {"properties", "open", "list"}  # a property named "properties" is not a schema key
+    assert closed["properties"]["open"]["additionalProperties"] is True
+    assert closed["properties"]["list"]["items"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema and close_objects({"type": "object"}) == {"type": "object"}

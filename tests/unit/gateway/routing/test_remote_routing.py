@@ -141,3 +141,15 @@ def test_abort_ends_the_stream_with_finish_reason_abort(remote):
     chunks = asyncio.run(first_then_abort())
     assert chunks[0].text == "hello" and chunks[-1].finish_reason == "abort"
     assert "world" not in "".join(c.text for c in chunks)
+
+
+def test_remote_gets_response_format_tools_and_parallel_tool_calls_passed_through(remote):
+    url, received = remote
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}
+    params = GenerationParams(max_tokens=8, tools=(tool,), tool_choice="required", parallel_tool_calls=False,
+                              response_format=response_format)
+    asyncio.run(collect(RemoteBackend("r", "tiny", url), params))
+    sent = received[-1]
+    assert sent["response_format"] == response_format and sent["tools"] == [tool]
+    assert sent["tool_choice"] == "required" and sent["parallel_tool_calls"] is False
