@@ -115,7 +115,7 @@ def build_services(gw: GatewayState) -> None:
     from gateway.prompt_templates import TemplateRegistry
 
     settings = gw.settings
-    gw.templates = TemplateRegistry(settings.resolved_templates_dir())
+    gw.templates = TemplateRegistry(settings.resolved_templates_dir(), settings.limits.template_limits())
     gw.metrics = Metrics()
     gw.log_writer = LogWriter(
         gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics
