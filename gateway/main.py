@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 
 from fastapi import FastAPI
 
+from gateway.body_limit import BodyLimit
 from gateway.errors import install_error_handlers
 from gateway.settings import Settings
 from gateway.state import GatewayState
@@ -33,7 +34,10 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
-    """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given."""
+    """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given.
+
+    Bodies over settings.limits.max_body_bytes get 413 before routing (BodyLimit); with
+    settings.protect_docs the OpenAPI schema and docs pages need the admin key."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -45,9 +49,15 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         finally:
             await close_state(gw, owns_engine=engine is None)
 
-    app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan)
+    docs = {"openapi_url": None, "docs_url": None, "redoc_url": None} if settings.protect_docs else {}
+    app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan, **docs)
     install_error_handlers(app)
     include_routers(app)
+    if settings.protect_docs:
+        from gateway.routes import docs as docs_routes
+
+        app.include_router(docs_routes.router)
+    app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     return app
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
+from gateway.chat.request_limits import check_request_limits
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.chat.tool_calls import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from gateway.errors import ApiError, bad_request
@@ -77,7 +78,9 @@ def load_tenant_template(session_factory: sessionmaker[Session], tenant_id: int,
 def prepare_for_tenant(
     gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None
 ) -> PreparedRequest:
-    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules."""
+    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules,
+    after the body's limits (request_limits.py) are checked."""
+    check_request_limits(body, gw.settings.limits)
     engine = gw.engine
     return prepare_request(
         body,
