@@ -5,8 +5,8 @@
 
 The lifespan builds, in order: database engine and session factory -> migrations
 -> admin key -> Engine (unless injected) -> TemplateRegistry -> Metrics ->
-LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router -> re-warm
-stored pins; shutdown reverses it (the LogWriter flushes what is queued; an
+LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router, then starts
+re-warming stored pins in the background (each pin's render has a timeout; serving never waits); shutdown reverses it (the LogWriter flushes what is queued; an
 engine the app built is shut down, an injected one is left running).
 """
 
@@ -88,7 +88,7 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     build_services(gw)
     gw.router = build_backends(gw)
     if settings.rewarm_pins and gw.engine is not None:
-        await rewarm_pins(gw)
+        start_rewarm(gw)
     log.info(
         "radixgate ready on http://%s:%d/v1: model %s, database %s",
         settings.host, settings.port, gw.model_id, safe_url(settings.db_url),
@@ -150,6 +150,13 @@ def build_backends(gw: GatewayState) -> Router | None:
         log.warning("no embedded engine and no remotes: chat requests will get 503")
         return None
     return build_router(gw.settings, embedded)
+
+
+def start_rewarm(gw: GatewayState) -> None:
+    """Re-warm stored pins in a background task: serving never waits for it (close_state cancels it)."""
+    task = asyncio.get_running_loop().create_task(rewarm_pins(gw), name="pins-rewarm")
+    gw.background_tasks.add(task)
+    task.add_done_callback(gw.background_tasks.discard)
 
 
 async def rewarm_pins(gw: GatewayState) -> None:
