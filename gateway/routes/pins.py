@@ -83,6 +83,8 @@ async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw
         raise bad_request(str(exc), "system") from exc
     except (TemplateNotFound, TemplateError, QuotaExceededError) as exc:
         raise from_exception(exc) from exc
+    except ValueError as exc:  # malformed tools or context the schema let through (the message names it)
+        raise bad_request(f"Malformed pin body: {exc}", None, "invalid_request_body") from exc
     return pin_out(gw, pin)
 
 

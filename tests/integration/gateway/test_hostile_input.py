@@ -5,6 +5,7 @@ other tenants served), unicode edge cases, and the body/field limits."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import httpx
 import pytest
@@ -39,7 +40,7 @@ def server(tmp_path_factory, shared_engine):
 
 
 def new_tenant(base_url: str, **fields) -> dict:
-    name = f"t{len(json.dumps(fields))}-{httpx.get(base_url + '/healthz').elapsed.microseconds}"
+    name = f"t-{uuid.uuid4().hex[:12]}"
     response = httpx.post(f"{base_url}/admin/tenants", json={"name": name, "pin_quota_tokens": 4096, **fields},
                           headers=ADMIN, timeout=30)
     assert response.status_code == 201, response.text
@@ -53,7 +54,7 @@ def assert_openai_error(response) -> None:
 
 
 @SCHEMA.parametrize()
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_schema_fuzzing_never_gives_a_5xx_and_every_error_is_openai_shaped(case, server):
     headers = ADMIN if case.path.startswith("/admin") else new_tenant(server)
     if isinstance(case.body, dict):  # bounded generations: the fuzzing is about inputs, not long answers
