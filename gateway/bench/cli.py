@@ -8,11 +8,12 @@ import typer
 
 from gateway.bench.agent import command as agent
 from gateway.bench.decode import command as decode
+from gateway.bench.hostile import command as hostile
 from gateway.bench.policy import command as policy
 from gateway.bench.radix import command as radix
 from gateway.bench.rag import command as rag
 from gateway.bench.stats import command as stats
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, decode, stats):
+for bench in (radix, agent, rag, policy, decode, stats, hostile):
     bench.register(app)
