@@ -33,8 +33,10 @@ from jinja2.visitor import NodeTransformer
 from gateway.canonicalize.marked_text import Fence, MarkedText
 from gateway.canonicalize.sections import Doc
 from gateway.canonicalize.tools import to_json, tool_name
-from gateway.prompt_templates import bounds
-from gateway.prompt_templates.bounds import TemplateLimitError, TemplateLimits
+from gateway.prompt_templates.bounds import (
+    TemplateLimitError, TemplateLimits, budget, bounded_concat, bounded_iter, check_amplifier, check_arguments,
+    check_binop, check_brace_format, check_result, tick,
+)
 from gateway.prompt_templates.errors import TemplateError
 
 LOOP_FILTER = "_rg_bounded_loop"
@@ -55,34 +57,34 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         self.limits = limits
 
     def call_binop(self, context, operator: str, left, right):
-        bounds.check_binop(operator, left, right, self.limits)
-        return bounds.check_result(super().call_binop(context, operator, left, right), self.limits, f"'{operator}'")
+        check_binop(operator, left, right, self.limits)
+        return check_result(super().call_binop(context, operator, left, right), self.limits, f"'{operator}'")
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's own signature)
         limits = __self.limits
-        bounds.tick()
-        bounds.check_arguments((*args, *kwargs.values()), limits, "a call")
+        tick()
+        check_arguments((*args, *kwargs.values()), limits, "a call")
         receiver, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "")
         if isinstance(receiver, str) and name == "join" and args:
-            bounds.check_amplifier("join", args[0], (receiver,), {}, limits)
+            check_amplifier("join", args[0], (receiver,), {}, limits)
         elif isinstance(receiver, str) and name == "replace":
-            bounds.check_amplifier("replace", receiver, args, kwargs, limits)
+            check_amplifier("replace", receiver, args, kwargs, limits)
         result = super().call(__context, __obj, *args, **kwargs)
-        return bounds.check_result(result, limits, "a call")
+        return check_result(result, limits, "a call")
 
     def wrap_str_format(self, value):
         """str.format/format_map, with the format string's widths checked when it is read."""
         wrapper = super().wrap_str_format(value)
         if wrapper is not None:
-            bounds.check_brace_format(value.__self__, self.limits)
+            check_brace_format(value.__self__, self.limits)
         return wrapper
 
     def getattr(self, obj, attribute):
-        bounds.tick()
+        tick()
         return super().getattr(obj, attribute)
 
     def getitem(self, obj, argument):
-        bounds.tick()
+        tick()
         return super().getitem(obj, argument)
 
     def _generate(self, source, name, filename, defer_init=False):
@@ -122,8 +124,8 @@ def make_environment(limits: TemplateLimits | None = None) -> BoundedSandbox:
     env.filters["by_id"] = sort_by_id
     env.filters["canonical_json"] = to_json
     env.filters = {name: bounded_filter(name, f, limits) for name, f in env.filters.items()}
-    env.filters[LOOP_FILTER] = lambda iterable: bounds.bounded_iter(iterable, limits)
-    env.filters[CONCAT_FILTER] = lambda parts: bounds.bounded_concat(parts, limits)
+    env.filters[LOOP_FILTER] = lambda iterable: bounded_iter(iterable, limits)
+    env.filters[CONCAT_FILTER] = lambda parts: bounded_concat(parts, limits)
     return env
 
 
@@ -133,12 +135,12 @@ def bounded_filter(name: str, function, limits: TemplateLimits):
 
     @functools.wraps(function)
     def bounded(*args, **kwargs):
-        bounds.tick()
+        tick()
         plain = args[1:] if passes_context else args  # pass_context/_environment filters get that first
-        bounds.check_arguments((*plain[1:], *kwargs.values()), limits, f"filter {name!r}")
+        check_arguments((*plain[1:], *kwargs.values()), limits, f"filter {name!r}")
         if plain:
-            bounds.check_amplifier(name, plain[0], tuple(plain[1:]), kwargs, limits)
-        return bounds.check_result(function(*args, **kwargs), limits, f"filter {name!r}")
+            check_amplifier(name, plain[0], tuple(plain[1:]), kwargs, limits)
+        return check_result(function(*args, **kwargs), limits, f"filter {name!r}")
 
     return bounded
 
@@ -159,7 +161,7 @@ def compile_template(env: BoundedSandbox, source: str, name: str):
         raise TemplateLimitError(
             f"template {name!r}: source has {len(source)} characters; the limit is {env.limits.max_source_chars}")
     try:
-        with bounds.budget(env.limits):
+        with budget(env.limits):
             parsed = env.parse(source)
             template = env.from_string(source)
     except TemplateError as exc:
@@ -183,7 +185,7 @@ def render_blocks(template, variables: dict, name: str) -> list[tuple[str, Marke
     env = template.environment
     fence, limits = env.finalize, env.limits
     segments, num_chars = [], 0
-    with bounds.budget(limits):
+    with budget(limits):
         context = template.new_context(variables)
         for block_name, render in template.blocks.items():
             pieces = []
@@ -192,7 +194,7 @@ def render_blocks(template, variables: dict, name: str) -> list[tuple[str, Marke
                     num_chars += len(piece)
                     if num_chars > limits.max_output_chars:
                         raise TemplateLimitError(f"output passes {limits.max_output_chars} characters")
-                    bounds.tick()
+                    tick()
                     pieces.append(piece)
                 segments.append((block_name, fence.unwrap("".join(pieces))))
             except (JinjaTemplateError, *RENDER_ERRORS) as exc:
