@@ -2,8 +2,11 @@
 
     async def list_pins(tenant: TenantDep, session: SessionDep, gw: StateDep): ...
 
-- SessionDep: a request-scoped SQLAlchemy session; committed when the handler
-  returns, rolled back if it raises (gateway.db.session.session_scope, the one place).
+- SessionDep: a SQLAlchemy session for one handler call; committed when the handler
+  returns and *before the response is sent* (dependency scope "function"), rolled back
+  if it raises (gateway.db.session.session_scope, the one place). So a client never holds
+  an answer (a key, a template version, a pin) whose write has not committed; a failed
+  commit is a 5xx instead.
 - CallerDep / TenantDep: the caller resolved from `Authorization: Bearer <key>`;
   401 in OpenAI's error shape otherwise. Callers are cached on gw.auth_cache (TTL,
   stale-if-error: a database outage does not fail requests from known keys).
@@ -11,11 +14,14 @@
   touching the key's last_used_at, so the Tenant
   handed to the handler is detached with its columns loaded. A long streaming
   response therefore never holds a database transaction open.
-- AdminDep: the admin key (RADIXGATE_ADMIN_KEY or a stored admin hash); 401 otherwise.
+- AdminDep: a live (unrevoked) stored admin key; 401 otherwise.
+- MetricsAccessDep: nothing unless settings.protect_metrics; then the admin key or
+  settings.metrics_token.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,7 +52,7 @@ def get_session(gw: StateDep) -> Iterator[Session]:
         yield session
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 @dataclass(frozen=True)
@@ -135,3 +141,17 @@ def require_admin(request: Request, gw: StateDep) -> None:
 
 
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def require_metrics_access(request: Request, gw: StateDep) -> None:
+    settings = gw.settings
+    if not settings.protect_metrics:
+        return
+    key = bearer_key(request)
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token is not None else ""
+    if token and hmac.compare_digest(key.encode("utf-8"), token.encode("utf-8")):
+        return
+    require_admin(request, gw)
+
+
+MetricsAccessDep = Annotated[None, Depends(require_metrics_access)]

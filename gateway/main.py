@@ -5,8 +5,8 @@
 
 The lifespan builds, in order: database engine and session factory -> migrations
 -> admin key -> Engine (unless injected) -> TemplateRegistry -> Metrics ->
-LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router -> re-warm
-stored pins; shutdown reverses it (the LogWriter flushes what is queued; an
+LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router, then starts
+re-warming stored pins in the background (each pin's render has a timeout; serving never waits); shutdown reverses it (the LogWriter flushes what is queued; an
 engine the app built is shut down, an injected one is left running).
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 
 from fastapi import FastAPI
 
+from gateway.body_limit import BodyLimit
 from gateway.errors import install_error_handlers
 from gateway.settings import Settings
 from gateway.state import GatewayState
@@ -33,7 +34,10 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
-    """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given."""
+    """A FastAPI app serving the OpenAI-compatible API; `engine` (an engine.Engine) is used as-is if given.
+
+    Bodies over settings.limits.max_body_bytes get 413 before routing (BodyLimit); with
+    settings.protect_docs the OpenAPI schema and docs pages need the admin key."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -45,9 +49,15 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         finally:
             await close_state(gw, owns_engine=engine is None)
 
-    app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan)
+    docs = {"openapi_url": None, "docs_url": None, "redoc_url": None} if settings.protect_docs else {}
+    app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan, **docs)
     install_error_handlers(app)
     include_routers(app)
+    if settings.protect_docs:
+        from gateway.routes import docs as docs_routes
+
+        app.include_router(docs_routes.router)
+    app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     return app
 
 
@@ -78,7 +88,7 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     build_services(gw)
     gw.router = build_backends(gw)
     if settings.rewarm_pins and gw.engine is not None:
-        await rewarm_pins(gw)
+        start_rewarm(gw)
     log.info(
         "radixgate ready on http://%s:%d/v1: model %s, database %s",
         settings.host, settings.port, gw.model_id, safe_url(settings.db_url),
@@ -115,7 +125,7 @@ def build_services(gw: GatewayState) -> None:
     from gateway.prompt_templates import TemplateRegistry
 
     settings = gw.settings
-    gw.templates = TemplateRegistry(settings.resolved_templates_dir())
+    gw.templates = TemplateRegistry(settings.resolved_templates_dir(), settings.limits.template_limits())
     gw.metrics = Metrics()
     gw.log_writer = LogWriter(
         gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics
@@ -145,6 +155,13 @@ def build_backends(gw: GatewayState) -> Router | None:
         log.warning("no embedded engine and no remotes: chat requests will get 503")
         return None
     return build_router(gw.settings, embedded)
+
+
+def start_rewarm(gw: GatewayState) -> None:
+    """Re-warm stored pins in a background task: serving never waits for it (close_state cancels it)."""
+    task = asyncio.get_running_loop().create_task(rewarm_pins(gw), name="pins-rewarm")
+    gw.background_tasks.add(task)
+    task.add_done_callback(gw.background_tasks.discard)
 
 
 async def rewarm_pins(gw: GatewayState) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "RADIXGATE_"
@@ -49,13 +49,47 @@ class EngineSettings(BaseModel):
         return EngineConfig(**{k: v for k, v in values.items() if v is not None and k in known})
 
 
+class LimitSettings(BaseModel):
+    """What one request may carry and cost; every limit is enforced before the work it bounds
+    (README, SECURITY, lists them with these defaults)."""
+
+    max_body_bytes: int = 4 * 1024 * 1024  # 413 before the body is parsed, before authentication
+    max_messages: int = 1024
+    max_tools: int = 128
+    max_documents: int = 256
+    max_field_chars: int = 1_000_000  # any one string in a body (a message, a document, a tool's JSON)
+    max_stop: int = 4
+    max_stop_chars: int = 256
+    max_seed: int = 2**63 - 1  # seeds run from -(max_seed + 1) to max_seed
+    max_pin_ttl_s: int = 30 * 24 * 3600
+    max_prompt_chars: int = 4_000_000  # the whole prompt's text, checked before tokenizing
+    template_timeout_s: float = 0.5
+    template_max_output_chars: int = 1_000_000
+    template_max_value_len: int = 1_000_000
+    template_max_int_bits: int = 4096
+    template_max_source_chars: int = 200_000  # stored and inline template sources alike
+    pin_rewarm_timeout_s: float = 30.0  # per pin, at start-up (re-warming runs beside serving)
+
+    def template_limits(self):
+        """The prompt_templates.TemplateLimits these settings call for."""
+        from gateway.prompt_templates.bounds import TemplateLimits
+
+        return TemplateLimits(
+            timeout_s=self.template_timeout_s,
+            max_output_chars=self.template_max_output_chars,
+            max_value_len=self.template_max_value_len,
+            max_int_bits=self.template_max_int_bits,
+            max_source_chars=self.template_max_source_chars,
+        )
+
+
 class RemoteSettings(BaseModel):
     """One remote OpenAI-compatible engine reached through litellm (SGLang, vLLM, another radixgate)."""
 
     name: str
     model: str
     api_base: str
-    api_key: str | None = None
+    api_key: SecretStr | None = None
     weight: float = 1.0
     # True only when the remote keeps each caller in its own cache domain (e.g. a radixgate tenant
     # key no one else uses); otherwise its cached_tokens would leak across tenants, so we report 0.
@@ -70,7 +104,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     db_url: str = "sqlite:///./radixgate.db"
-    admin_key: str | None = None
+    admin_key: SecretStr | None = None
     config_file: Path | None = None
     templates_dir: Path | None = Field(default=None, description="Built-in templates; default: the repo's templates/.")
     log_queue_max: int = 10_000
@@ -88,6 +122,10 @@ class Settings(BaseSettings):
     engine_snapshot_interval_s: float = 60.0  # how often engine cache stats are stored for the dashboard
     rewarm_pins: bool = True
     log_level: str = "INFO"
+    protect_metrics: bool = False  # True: /metrics needs the admin key or metrics_token
+    protect_docs: bool = False  # True: /docs, /redoc and /openapi.json need the admin key
+    metrics_token: SecretStr | None = None  # a scrape-only bearer token for /metrics
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     remotes: list[RemoteSettings] = Field(default_factory=list)
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
 from gateway.chat.output_spec import OutputSpec, build_output_spec
+from gateway.chat.request_limits import check_request_limits
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.errors import ApiError, bad_request
 from gateway.insight.counterfactual import CanonicalPrompt
@@ -80,7 +81,9 @@ def load_tenant_template(session_factory: sessionmaker[Session], tenant_id: int,
 def prepare_for_tenant(
     gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None
 ) -> PreparedRequest:
-    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules."""
+    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules,
+    after the body's limits (request_limits.py) are checked."""
+    check_request_limits(body, gw.settings.limits)
     engine = gw.engine
     prepared = prepare_request(
         body,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.canonicalize.surrogates import scrub_surrogates
 
 
 class ChatMessage(BaseModel):
@@ -57,6 +59,11 @@ class ChatCompletionRequest(BaseModel):
     template: str | None = None
     context: list[str | ContextDoc] | None = None
     canonicalize: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub_surrogates(cls, data: Any) -> Any:
+        return scrub_surrogates(data)
 
     @field_validator("stop")
     @classmethod

@@ -7,7 +7,7 @@ Each sub-app lives in its own module and imports its heavy dependencies
 import typer
 
 from gateway.bench import cli as bench
-from gateway.cli import db, serve, tenant, template
+from gateway.cli import admin_key, db, serve, tenant, template
 from gateway.cli import doctor
 
 app = typer.Typer(
@@ -20,5 +20,6 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(tenant.app, name="tenant")
 app.add_typer(template.app, name="template")
 app.add_typer(db.app, name="db")
+app.add_typer(admin_key.app, name="admin-key")
 serve.register(app)
 doctor.register(app)

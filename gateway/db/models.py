@@ -104,11 +104,18 @@ class ApiKey(Base):
 
 
 class AdminKey(Base):
+    """An admin key: only its sha256 hash is stored. `origin`: "generated" (the first start's key),
+    "configured" (RADIXGATE_ADMIN_KEY), "rotated" (`radixgate admin-key rotate`) or "unknown" (before 0005).
+    A key with revoked_at set never authenticates again."""
+
     __tablename__ = "admin_keys"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key_hash: Mapped[str] = mapped_column(String(128), unique=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+    prefix: Mapped[str | None] = mapped_column(String(32))
+    origin: Mapped[str] = mapped_column(String(16), default="unknown", server_default="unknown")
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class Template(Base):

@@ -234,7 +234,8 @@ def expire_now(gw: GatewayState, pin_id: int) -> None:
 
 
 async def rewarm_pins(gw: GatewayState) -> int:
-    """Start-up step: pin every stored live pin again (logging progress); returns how many were warmed.
+    """Start-up step, run beside serving: pin every stored live pin again (logging progress); returns
+    how many were warmed.
 
     Pins whose TTL ran out while the server was down are marked deleted; a pin that fails to warm
     (template gone, prompt too long for a new model) is logged and left for a later start.
@@ -263,12 +264,14 @@ def expire_overdue(session: Session, pins: list[Pin]) -> list[Pin]:
 
 
 async def rewarm_one(gw: GatewayState, session: Session, pin: Pin) -> int:
-    """Pin one stored pin again; 1 on success, 0 (logged) on failure."""
+    """Pin one stored pin again; 1 on success, 0 (logged) on failure or when its render passes
+    limits.pin_rewarm_timeout_s (the template sandbox's own deadline normally ends it sooner)."""
     tenant = session.get(Tenant, pin.tenant_id)
     try:
         spec = PinSpec.from_json(pin.spec_json or "{}")
         source = tenant_template_source(session, tenant, spec.template)
-        _, token_ids = await asyncio.to_thread(render_prefix, gw, spec, source)
+        timeout_s = gw.settings.limits.pin_rewarm_timeout_s
+        _, token_ids = await asyncio.wait_for(asyncio.to_thread(render_prefix, gw, spec, source), timeout_s)
         engine_pin_id = await pin_tokens(gw, session, tenant, token_ids)
     except Exception as exc:
         log.warning("pins: could not re-warm pin %d of tenant %s: %s", pin.id, tenant.name if tenant else "?", exc)

@@ -7,13 +7,16 @@ from gateway.prompt_templates.chat_format import ChatFormat, chatml_format, deri
 from gateway.prompt_templates.lint import LintFinding, lint_template
 from gateway.prompt_templates.registry import TemplateNotFound, TemplateRegistry
 from gateway.prompt_templates.render import RenderedPrompt
-from gateway.prompt_templates.sandbox import TemplateError
+from gateway.prompt_templates.bounds import TemplateLimitError, TemplateLimits
+from gateway.prompt_templates.errors import TemplateError
 
 __all__ = [
     "ChatFormat",
     "LintFinding",
     "RenderedPrompt",
     "TemplateError",
+    "TemplateLimitError",
+    "TemplateLimits",
     "TemplateNotFound",
     "TemplateRegistry",
     "chatml_format",

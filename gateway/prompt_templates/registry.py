@@ -15,7 +15,9 @@ from gateway.canonicalize.dynamic import DynamicRules
 from gateway.canonicalize.sections import STATIC_SECTIONS, Sections
 from gateway.prompt_templates.chat_format import ChatFormat, derive_chat_format
 from gateway.prompt_templates.render import RenderedPrompt, render_sections
-from gateway.prompt_templates.sandbox import TemplateError, compile_template, make_environment
+from gateway.prompt_templates.bounds import TemplateLimits
+from gateway.prompt_templates.errors import TemplateError
+from gateway.prompt_templates.sandbox import compile_template, make_environment
 
 DEFAULT_BUILTIN_DIR = Path(__file__).resolve().parents[2] / "templates"
 MAX_COMPILED = 256
@@ -31,12 +33,13 @@ class TemplateNotFound(KeyError):
 class TemplateRegistry:
     """Built-in templates by name, tenant templates by source; see module docstring."""
 
-    def __init__(self, builtin_dir: Path | str | None = None):
+    def __init__(self, builtin_dir: Path | str | None = None, limits: TemplateLimits | None = None):
         self.builtin_dir = Path(builtin_dir) if builtin_dir is not None else DEFAULT_BUILTIN_DIR
         if not self.builtin_dir.is_dir():
             raise FileNotFoundError(f"built-in templates folder not found: {self.builtin_dir}")
         self._builtins = {path.stem: path.read_text() for path in sorted(self.builtin_dir.glob("*.j2"))}
-        self._env = make_environment()
+        self.limits = limits or TemplateLimits()
+        self._env = make_environment(self.limits)
         self._compiled: dict[str, object] = {}
         self._formats: dict[int, tuple[object, ChatFormat]] = {}
 

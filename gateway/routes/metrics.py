@@ -1,4 +1,5 @@
-"""GET /metrics: Prometheus exposition. Engine cache and log-queue gauges are refreshed on each scrape."""
+"""GET /metrics: Prometheus exposition. Engine cache and log-queue gauges are refreshed on each scrape.
+With settings.protect_metrics it needs the admin key or settings.metrics_token."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import logging
 
 from fastapi import APIRouter, Response
 
-from gateway.deps import StateDep
+from gateway.deps import MetricsAccessDep, StateDep
 
 router = APIRouter(tags=["metrics"])
 log = logging.getLogger(__name__)
 
 
 @router.get("/metrics")
-def metrics(gw: StateDep) -> Response:
+def metrics(gw: StateDep, _: MetricsAccessDep) -> Response:
     refresh_gauges(gw)
     body, content_type = gw.metrics.render()
     return Response(content=body, media_type=content_type)

@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from engine import QuotaExceededError
+from gateway.canonicalize.surrogates import scrub_surrogates
+from gateway.chat.request_limits import check_count, check_strings
 from gateway.db.models import Pin
 from gateway.deps import SessionDep, StateDep, TenantDep
 from gateway.errors import bad_request, conflict, from_exception, not_found
@@ -25,6 +27,11 @@ class PinCreate(BaseModel):
     tools: list[dict[str, Any]] | None = None
     context: list[str | dict[str, Any]] | None = None
     ttl_seconds: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub_surrogates(cls, data):
+        return scrub_surrogates(data)
 
 
 class PinOut(BaseModel):
@@ -52,11 +59,21 @@ def pin_out(gw, pin: Pin) -> PinOut:
     )
 
 
+def check_pin_limits(body: PinCreate, limits) -> None:
+    """ttl_seconds within limits.max_pin_ttl_s, at most max_tools/max_documents, every string within max_field_chars."""
+    if body.ttl_seconds is not None and body.ttl_seconds > limits.max_pin_ttl_s:
+        raise bad_request(f"ttl_seconds may be at most {limits.max_pin_ttl_s}.", "ttl_seconds", "invalid_ttl")
+    check_count("tools", len(body.tools or ()), limits.max_tools)
+    check_count("context", len(body.context or ()), limits.max_documents)
+    check_strings(body.model_dump(mode="json"), limits.max_field_chars, "")
+
+
 @router.post("", status_code=201, response_model=PinOut)
 async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw: StateDep) -> PinOut:
     """Render the static prefix, prefill it in the tenant's namespace and pin it."""
     if gw.engine is None:
         raise bad_request("Pins need the embedded engine; this gateway serves only remote backends.")
+    check_pin_limits(body, gw.settings.limits)
     spec = pins.PinSpec(system=body.system, tools=body.tools or [], context=body.context or [], template=body.template)
     try:
         pin = await pins.create_pin(gw, session, tenant, spec, body.ttl_seconds)
@@ -66,6 +83,8 @@ async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw
         raise bad_request(str(exc), "system") from exc
     except (TemplateNotFound, TemplateError, QuotaExceededError) as exc:
         raise from_exception(exc) from exc
+    except ValueError as exc:  # malformed tools or context the schema let through (the message names it)
+        raise bad_request(f"Malformed pin body: {exc}", None, "invalid_request_body") from exc
     return pin_out(gw, pin)
 
 

@@ -10,7 +10,9 @@ import re
 from datetime import datetime
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from gateway.canonicalize.surrogates import scrub_surrogates
 
 from gateway.deps import SessionDep, StateDep, TenantDep
 from gateway.errors import bad_request, not_found
@@ -23,6 +25,11 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 class TemplatePut(BaseModel):
     source: str = Field(min_length=1, max_length=200_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub_surrogates(cls, data):
+        return scrub_surrogates(data)
 
 
 class Finding(BaseModel):

@@ -68,7 +68,7 @@ class RemoteBackend:
             remote.name,
             remote.model,
             remote.api_base,
-            remote.api_key,
+            remote.api_key.get_secret_value() if remote.api_key is not None else None,
             weight=remote.weight,
             report_cached_tokens=remote.report_cached_tokens,
         )

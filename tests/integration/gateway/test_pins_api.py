@@ -105,6 +105,16 @@ def test_soft_pin_expires_after_its_ttl(client):
     assert client.get("/v1/pins", headers=auth).json()["data"] == []
 
 
+def wait_until_warm(client, auth, timeout_s: float = 60.0) -> list[dict]:
+    """The tenant's pins once all are warm again (re-warming runs beside serving), or as they are at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = client.get("/v1/pins", headers=auth).json()["data"]
+        if all(p["is_warm"] for p in listed) or time.monotonic() > deadline:
+            return listed
+        time.sleep(0.1)
+
+
 def test_stored_pins_are_rewarmed_when_the_app_starts(settings, engine, caplog):
     with TestClient(create_app(settings, engine=engine)) as first:
         auth = new_tenant(first, "acme", 4096)
@@ -113,7 +123,7 @@ def test_stored_pins_are_rewarmed_when_the_app_starts(settings, engine, caplog):
     engine.unpin(engine_pin_id)  # what a restart does to the engine: nothing pinned, nothing cached
     engine.flush_cache()
     with caplog.at_level("INFO", logger="gateway.pins.service"), TestClient(create_app(settings, engine=engine)) as second:
-        listed = second.get("/v1/pins", headers=auth).json()["data"]
+        listed = wait_until_warm(second, auth)
         assert [(p["id"], p["is_warm"]) for p in listed] == [(pin["id"], True)]
         usage = chat(second, auth, "What does lifecycle expiration do?")
         assert usage["prompt_tokens_details"]["cached_tokens"] >= pin["num_tokens"]
