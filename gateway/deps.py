@@ -36,6 +36,7 @@ from gateway.db.session import session_scope
 from gateway.errors import service_unavailable, unauthorized
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
+from gateway.tenants import admin_keys
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ TenantDep = Annotated[Tenant, Depends(get_tenant)]
 def require_admin(request: Request, gw: StateDep) -> None:
     key = bearer_key(request)
     with session_scope(gw.session_factory) as session:
-        if not tenants.is_admin_key(session, key, gw.settings):
+        if not admin_keys.is_admin_key(session, key, gw.settings):
             raise unauthorized("Incorrect admin key provided.")
 
 

@@ -76,6 +76,7 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     from gateway.db.migrate import upgrade
     from gateway.db.session import make_engine, make_session_factory
     from gateway.tenants import service as tenants
+    from gateway.tenants import admin_keys
 
     await asyncio.to_thread(upgrade, settings.db_url)
     db_engine = make_engine(settings.db_url)
@@ -83,7 +84,7 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     gw = GatewayState(settings=settings, db_engine=db_engine, session_factory=session_factory)
     gw.tenant_limits = TenantLimits(settings.default_tenant_concurrency)
     gw.auth_cache = AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s)
-    gw.admin_key_generated = tenants.bootstrap_admin_key(session_factory, settings)
+    gw.admin_key_generated = admin_keys.bootstrap_admin_key(session_factory, settings)
     gw.engine = engine if engine is not None else await start_engine(settings)
     build_services(gw)
     gw.router = build_backends(gw)

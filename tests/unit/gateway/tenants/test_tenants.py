@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.tenants import service as tenants
+
+from gateway.tenants import admin_keys
 from gateway.db.migrate import upgrade
 from gateway.db.models import AdminKey, ApiKey
 from gateway.db.session import make_engine, make_session_factory, session_scope
@@ -63,23 +65,23 @@ def test_duplicate_tenant_name_and_unknown_names_raise(session_factory):
 
 
 def test_bootstrap_generates_an_admin_key_once_and_stores_only_its_hash(session_factory, capsys):
-    key = tenants.bootstrap_admin_key(session_factory, Settings(admin_key=None))
+    key = admin_keys.bootstrap_admin_key(session_factory, Settings(admin_key=None))
     assert key and key in capsys.readouterr().out
-    assert tenants.bootstrap_admin_key(session_factory, Settings(admin_key=None)) is None
+    assert admin_keys.bootstrap_admin_key(session_factory, Settings(admin_key=None)) is None
     assert key not in capsys.readouterr().out
     with session_scope(session_factory) as session:
         hashes = [a.key_hash for a in session.query(AdminKey)]
         assert hashes == [tenants.hash_key(key)]
-        assert tenants.is_admin_key(session, key) and not tenants.is_admin_key(session, "sk-rgadmin-wrong")
+        assert admin_keys.is_admin_key(session, key) and not admin_keys.is_admin_key(session, "sk-rgadmin-wrong")
 
 
 def test_configured_admin_key_is_accepted_and_hashed_without_printing(session_factory, capsys):
     settings = Settings(admin_key="sk-configured-admin")
-    assert tenants.bootstrap_admin_key(session_factory, settings) is None
+    assert admin_keys.bootstrap_admin_key(session_factory, settings) is None
     assert "sk-configured-admin" not in capsys.readouterr().out
     with session_scope(session_factory) as session:
-        assert tenants.is_admin_key(session, "sk-configured-admin")
-        assert tenants.is_admin_key(session, "sk-configured-admin", settings)
+        assert admin_keys.is_admin_key(session, "sk-configured-admin")
+        assert admin_keys.is_admin_key(session, "sk-configured-admin", settings)
         assert [a.key_hash for a in session.query(AdminKey)] == [tenants.hash_key("sk-configured-admin")]
 
 
