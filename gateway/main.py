@@ -75,7 +75,6 @@ def include_routers(app: FastAPI) -> None:
 async def build_state(settings: Settings, engine: Engine | None) -> GatewayState:
     from gateway.db.migrate import upgrade
     from gateway.db.session import make_engine, make_session_factory
-    from gateway.tenants import service as tenants
     from gateway.tenants import admin_keys
 
     await asyncio.to_thread(upgrade, settings.db_url)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import typer
+
+from gateway.bench.output import write_json
 
 DEFAULT_KV_CACHE_TOKENS = 65536
 
@@ -55,9 +56,7 @@ def agent(
             result = run_agent_bench(server.url, server.admin_key, rows, concurrency=concurrency, progress=print_progress)
     result["workload"] = str(workload) if workload else f"generated(seed={seed}, requests={num_requests})"
     print_summary(result)
-    if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-        typer.echo(f"wrote {json_out}")
+    write_json(result, json_out)
     if plot is not None:
         from gateway.bench.agent.plot import plot_agent_bench
 
@@ -78,9 +77,7 @@ def overhead(rows: list[dict], kv_cache_tokens: int, repeats: int, concurrency: 
     typer.echo(f"requests/s with the canonical shadow     {result['requests_per_s_with_canonical_shadow']:.3f}")
     typer.echo(f"requests/s without the canonical shadow  {result['requests_per_s_without_canonical_shadow']:.3f}")
     typer.echo(f"slowdown                                 {result['slowdown']:.1%} (medians of {repeats} repeats)")
-    if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-        typer.echo(f"wrote {json_out}")
+    write_json(result, json_out)
 
 
 def cost(rows: list[dict], repeats: int, json_out: Path | None) -> None:
@@ -90,9 +87,7 @@ def cost(rows: list[dict], repeats: int, json_out: Path | None) -> None:
     result = run_shadow_cost(rows, Settings().resolved_templates_dir(), repeats)
     typer.echo(f"raw request preparation (request path)   {result['raw_prepare_ms_per_request']:.3f} ms/request")
     typer.echo(f"canonical shadow work (its worker)       {result['canonical_shadow_ms_per_request']:.3f} ms/request")
-    if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-        typer.echo(f"wrote {json_out}")
+    write_json(result, json_out)
 
 
 def print_progress(run) -> None:

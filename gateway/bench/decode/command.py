@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from gateway.bench.output import write_json
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import set_torch_threads
 
@@ -78,13 +78,6 @@ def decode(
         result["prefill"] = run_prefill_bench(runner, prefill_len, repeat, hf_model)
     print_result(result)
     write_json(result, json_out)
-
-
-def write_json(result: dict, json_out: Path | None) -> None:
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=2))
-        typer.echo(f"wrote {json_out}")
 
 
 def print_result(result: dict) -> None:

@@ -3,11 +3,12 @@ another tenant's TTFT alone and while it runs."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import typer
+
+from gateway.bench.output import write_json
 
 
 def register(app: typer.Typer) -> None:
@@ -34,9 +35,7 @@ def hostile(
         with ServerProcess(env=env) as server:
             result = run_hostile_bench(server.url, server.admin_key, repeat)
     print_table(result)
-    if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-        typer.echo(f"wrote {json_out}")
+    write_json(result, json_out)
     if result["num_5xx"]:
         raise typer.Exit(1)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from gateway.bench.output import write_json, write_plot
 
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
@@ -48,12 +49,8 @@ def policy(
         result = run_policy_bench(runner, config, requests, repeat=repeat, progress=progress)
     result["workload"] = str(workload or "generated")
     _print(result)
-    if json_out:
-        json_out.write_text(json.dumps(result, indent=2))
-        typer.echo(f"wrote {json_out}")
-    if plot:
-        _plot(result, plot)
-        typer.echo(f"wrote {plot}")
+    write_json(result, json_out)
+    write_plot(_plot, result, plot)
 
 
 def make_runner(loaded, config):

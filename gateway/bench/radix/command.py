@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
+
+from gateway.bench.output import write_json
 
 DEFAULT_SGLANG_PYTHON = "/tmp/sglang-venv/bin/python"
 
@@ -38,10 +39,7 @@ def radix(
         result = compare_with_sglang(result, loaded, str(trace) if trace else None, sglang_python, progress=progress)
     result["trace"] = str(trace) if trace else f"generated (seed {seed}, {num_requests} requests)"
     print_table(result, RESULT_KEYS)
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(report(result), indent=2, default=str))
-        typer.echo(f"wrote {json_out}")
+    write_json(report(result), json_out)
 
 
 def print_table(result: dict, keys: tuple[str, ...]) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from gateway.bench.output import write_json, write_plot
 
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
@@ -59,12 +60,8 @@ def rag(
         result["baselines"] = run_baselines(vs, runner, loaded, model, repeat=repeat, wall_s_on=result["wall_s_on"],
                                             reference=reference, progress=progress)
     _print(result)
-    if json_out:
-        json_out.write_text(json.dumps(result, indent=2))
-        typer.echo(f"wrote {json_out}")
-    if plot:
-        _plot(result, plot)
-        typer.echo(f"wrote {plot}")
+    write_json(result, json_out)
+    write_plot(_plot, result, plot)
 
 
 def _print(result: dict) -> None:

@@ -4,11 +4,12 @@ doctor pages' queries, and `radixgate doctor` itself."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import typer
+
+from gateway.bench.output import write_json
 
 DEFAULT_PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -46,9 +47,7 @@ def stats(
             print_backend("postgresql", results["postgresql"])
         finally:
             drop_scratch_database(pg_server, url)
-    if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
-        typer.echo(f"wrote {json_out}")
+    write_json(results, json_out)
 
 
 def print_backend(name: str, result: dict) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from gateway.bench.output import write_json
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +33,4 @@ def structured(
         result = run_validity(engine, templates, make_bodies(num_prompts, seed), max_tokens, temperature)
     for line in format_validity(result):
         typer.echo(line)
-    if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=2))
-        typer.echo(f"wrote {json_out}")
+    write_json(result, json_out)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Future
-from dataclasses import replace
 
 import jsonschema
 
