@@ -141,7 +141,7 @@ def test_store_false_is_not_retrievable(client, gateway_server, tenant):
     assert num_stored(gateway_server, tenant["id"]) == 0
 
 
-def test_agent_loop_of_six_turns_hits_the_whole_previous_prompt_every_turn(client):
+def test_agent_loop_of_six_turns_hits_the_whole_previous_prompt_every_turn(client, capsys):
     """A tool-using loop chained by previous_response_id: a forced call, its result, an answer, a new question, ...
     Every turn's cached_tokens >= the previous turn's whole prompt, page-aligned."""
     previous, rows = None, []
@@ -158,8 +158,9 @@ def test_agent_loop_of_six_turns_hits_the_whole_previous_prompt_every_turn(clien
         cached = response.usage.input_tokens_details.cached_tokens
         needed = page_aligned(previous.usage.input_tokens) if previous else 0
         rows.append((turn, response.output[0].type, response.usage.input_tokens, cached, needed))
-        print(f"turn {turn}: output={response.output[0].type} input_tokens={response.usage.input_tokens} "
-              f"cached_tokens={cached} previous prompt page-aligned={needed}")
+        with capsys.disabled():
+            print(f"\nturn {turn}: output={response.output[0].type} input_tokens={response.usage.input_tokens} "
+                  f"cached_tokens={cached} previous prompt page-aligned={needed}")
         previous = response
     assert all(cached >= needed for _, _, _, cached, needed in rows), rows
     assert [kind for _, kind, *_ in rows] == ["function_call", "message"] * 3
