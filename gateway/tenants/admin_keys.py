@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from gateway.db.models import AdminKey
-from gateway.tenants.service import ADMIN_KEY_PREFIX, KeyNotFoundError, display_prefix, generate_key, hash_key, utc_now
+from gateway.tenants.service import ADMIN_KEY_PREFIX, display_prefix, generate_key, hash_key, revoke_row, utc_now
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -100,13 +100,7 @@ def rotate_admin_key(session: Session) -> tuple[AdminKey, str]:
 
 def revoke_admin_key(session: Session, key_id: int) -> AdminKey:
     """Revoke one admin key (idempotent). Raises KeyNotFoundError."""
-    row = session.get(AdminKey, key_id)
-    if row is None:
-        raise KeyNotFoundError(f"no admin key with id {key_id}")
-    if row.revoked_at is None:
-        row.revoked_at = utc_now()
-        session.flush()
-    return row
+    return revoke_row(session, AdminKey, key_id, "admin key")
 
 
 def list_admin_keys(session: Session) -> list[AdminKey]:

@@ -155,13 +155,18 @@ def issue_key(session: Session, tenant: Tenant) -> IssuedKey:
 
 def revoke_key(session: Session, key_id: int) -> ApiKey:
     """Mark a key revoked (idempotent: a revoked key keeps its first revoked_at). Raises KeyNotFoundError."""
-    api_key = session.get(ApiKey, key_id)
-    if api_key is None:
-        raise KeyNotFoundError(f"no API key with id {key_id}")
-    if api_key.revoked_at is None:
-        api_key.revoked_at = utc_now()
+    return revoke_row(session, ApiKey, key_id, "API key")
+
+
+def revoke_row(session: Session, model: type, key_id: int, kind: str):
+    """Set a key row's revoked_at once (a revoked row keeps its first); KeyNotFoundError naming `kind`."""
+    row = session.get(model, key_id)
+    if row is None:
+        raise KeyNotFoundError(f"no {kind} with id {key_id}")
+    if row.revoked_at is None:
+        row.revoked_at = utc_now()
         session.flush()
-    return api_key
+    return row
 
 
 def authenticate(session: Session, key: str) -> tuple[Tenant, ApiKey] | None:
