@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-POLICIES = ("lpm", "dfs-weight", "fcfs")
+POLICIES = ("fair", "lpm", "dfs-weight", "fcfs")
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,13 @@ class EngineConfig:
     enable_chunked_prefill off a prompt's remaining prefill runs in one step
     (alone if it exceeds the budget). max_queue bounds the waiting queue;
     a submission past it raises EngineOverloadedError.
+
+    policy orders the waiting queue (engine.policy, engine.fair_queue): "fair"
+    shares computed tokens equally (or by weight) across fairness keys and
+    takes the longest cached prefix first within a key. max_queue_wait_s
+    bounds how long a request waits before it is first scheduled; a request
+    may ask for less (submit's queue_timeout_s), never more; past it the
+    request leaves the queue holding nothing and ends with QueueTimeoutError.
     """
 
     model: str = "smollm2-135m"
@@ -33,12 +40,13 @@ class EngineConfig:
     kv_cache_tokens: int = 32768
     max_batch_tokens: int = 1024
     max_running: int = 64
-    policy: str = "lpm"
+    policy: str = "fair"
     enable_radix_cache: bool = True
     enable_chunked_prefill: bool = True
     enable_dedup: bool = True
     dedup_min_tokens: int = 32
     max_queue: int = 1024
+    max_queue_wait_s: float = 60.0
     max_context: int | None = None
     default_namespace: str = "default"
 
@@ -48,6 +56,8 @@ class EngineConfig:
         for name in ("page_size", "kv_cache_tokens", "max_batch_tokens", "max_running", "max_queue"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.max_queue_wait_s > 0:
+            raise ValueError(f"max_queue_wait_s must be > 0, got {self.max_queue_wait_s}")
         if self.num_pages is not None and self.num_pages < 1:
             raise ValueError(f"num_pages must be >= 1, got {self.num_pages}")
         if self.max_context is not None and self.max_context < 2:

@@ -130,13 +130,27 @@ class Engine:
         *,
         namespace: str | None = None,
         request_id: str | None = None,
+        fairness_key: str | None = None,
+        weight: float = 1.0,
+        queue_timeout_s: float | None = None,
     ) -> str:
-        """Queue one request; emit(output) is called on the step thread. Returns the request id."""
+        """Queue one request; emit(output) is called on the step thread. Returns the request id.
+
+        fairness_key names whose share of the engine the request counts against under the "fair"
+        policy (default: its namespace; the gateway passes the tenant), weight that key's share
+        (> 0; equal by default). queue_timeout_s may shorten, never lengthen, config.max_queue_wait_s:
+        a request not scheduled by then ends with QueueTimeoutError, holding nothing.
+        """
         params = params or SamplingParams()
         token_ids = [int(t) for t in token_ids]
         self._validate(token_ids, params)
+        if weight <= 0:
+            raise ValueError(f"weight must be > 0, got {weight}")
+        if queue_timeout_s is not None and not queue_timeout_s > 0:
+            raise ValueError(f"queue_timeout_s must be > 0, got {queue_timeout_s}")
         request_id = request_id or uuid.uuid4().hex
-        req = self._core.make_request(request_id, token_ids, params, namespace or self.config.default_namespace, emit)
+        req = self._core.make_request(request_id, token_ids, params, namespace or self.config.default_namespace, emit,
+                                      fairness_key=fairness_key, weight=weight, queue_timeout_s=queue_timeout_s)
         self._core.count_waiting(+1)
         self._inbox.put(AddRequest(req))
         return request_id
@@ -164,11 +178,12 @@ class Engine:
 
     def generate(
         self, token_ids: list[int], params: SamplingParams | None = None, namespace: str | None = None,
-        request_id: str | None = None,
+        request_id: str | None = None, **scheduling,
     ) -> AsyncIterator[RequestOutput]:
         """Submit now (validation errors raise here) and stream outputs; the last carries usage.
 
-        Leaving the iteration early (client gone, task cancelled) aborts the request.
+        Leaving the iteration early (client gone, task cancelled) aborts the request. `scheduling`:
+        submit's fairness_key, weight and queue_timeout_s.
         """
         loop = asyncio.get_running_loop()
         outputs: asyncio.Queue = asyncio.Queue()
@@ -179,7 +194,7 @@ class Engine:
             except RuntimeError:  # the caller's loop is closed: nobody is listening
                 self.abort(output.request_id)
 
-        request_id = self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id)
+        request_id = self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id, **scheduling)
         return self._stream(outputs, request_id)
 
     async def _stream(self, outputs: asyncio.Queue, request_id: str) -> AsyncIterator[RequestOutput]:
@@ -197,7 +212,7 @@ class Engine:
 
     def generate_sync(
         self, token_ids: list[int], params: SamplingParams | None = None, namespace: str | None = None,
-        request_id: str | None = None, timeout: float | None = None,
+        request_id: str | None = None, timeout: float | None = None, **scheduling,
     ) -> RequestOutput:
         """Block until the request finishes; the final output has output_token_ids, output_text and usage."""
         future: Future = Future()
@@ -206,7 +221,7 @@ class Engine:
             if output.is_finished:
                 future.set_result(output)
 
-        self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id)
+        self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id, **scheduling)
         output = future.result(timeout)
         if output.error is not None:
             raise output.error

@@ -71,11 +71,17 @@ class EngineCore:
 
     # ---- requests -----------------------------------------------------
     def make_request(self, request_id: str, token_ids: list[int], params: SamplingParams, namespace: str,
-                     emit, *, is_counted: bool = True) -> Request:
+                     emit, *, is_counted: bool = True, fairness_key: str | None = None, weight: float = 1.0,
+                     queue_timeout_s: float | None = None) -> Request:
+        """A new Request; its queue timeout is the smaller of queue_timeout_s and config.max_queue_wait_s
+        (none for uncounted internal requests such as pin prefills)."""
         detokenizer = Detokenizer(self.tokenizer, token_ids, params.stop) if self.tokenizer is not None else None
+        limit = self.config.max_queue_wait_s
+        timeout = (min(limit, queue_timeout_s) if queue_timeout_s is not None else limit) if is_counted else None
         req = Request(request_id, token_ids, params, namespace, detokenizer=detokenizer,
                       generator=make_generator(params.seed), emit=emit, eos_token_ids=self.eos_token_ids,
-                      grammar=self.make_grammar_state(params))
+                      grammar=self.make_grammar_state(params), fairness_key=fairness_key, weight=weight,
+                      queue_timeout_s=timeout)
         req.is_counted_waiting = is_counted
         req.emit = self._wrap_emit(req, emit)
         return req
@@ -237,6 +243,7 @@ class EngineCore:
             "num_running": len(self.scheduler.running),
             "num_finished": self.scheduler.num_finished,
             "num_preemptions": self.scheduler.num_preemptions,
+            "num_queue_timeouts": self.scheduler.num_queue_timeouts,
             "num_steps": self.num_steps,
             "num_prefill_tokens": self.num_prefill_tokens,
             "num_decode_tokens": self.num_decode_tokens,

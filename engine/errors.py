@@ -32,5 +32,9 @@ class EngineOverloadedError(EngineError):
     """The waiting queue is full; try again later (HTTP 503)."""
 
 
+class QueueTimeoutError(EngineOverloadedError):
+    """A request waited past its queue deadline before it was first scheduled (HTTP 503); it held nothing."""
+
+
 class PromptTooLongError(EngineError):
     """The prompt (plus max_tokens) does not fit the model's context (HTTP 400)."""

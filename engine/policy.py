@@ -9,8 +9,10 @@
               DFS-weight, over the prompts' full prefixes rather than only
               their cached part, so cold groups cluster too).
 
-Every policy is a pure function of the waiting list and each request's
-current match length; none touches the cache.
+Every policy here is a pure function of the waiting list and each request's
+current match length; none touches the cache. The default policy, "fair"
+(fair across tenants, lpm within one), keeps per-tenant counters between
+steps, so it lives in engine.fair_queue and the scheduler calls it directly.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ POLICY_ORDERS = {"fcfs": order_fcfs, "lpm": order_lpm, "dfs-weight": order_dfs_w
 def order_waiting(
     policy: str, waiting: Sequence[Request], match_length: Callable[[Request], int], page_size: int
 ) -> list[Request]:
-    """The waiting requests in the order the scheduler should try to admit them."""
+    """The waiting requests in the order the scheduler should try to admit them (stateless policies)."""
     try:
         order = POLICY_ORDERS[policy]
     except KeyError:

@@ -59,9 +59,16 @@ class Request:
         emit: Callable[[RequestOutput], None],
         eos_token_ids: frozenset[int] = frozenset(),
         grammar: GrammarState | None = None,
+        fairness_key: str | None = None,
+        weight: float = 1.0,
+        queue_timeout_s: float | None = None,
     ) -> None:
+        if weight <= 0:
+            raise ValueError(f"weight must be > 0, got {weight}")
         self.request_id = request_id
         self.namespace = namespace
+        self.fairness_key = namespace if fairness_key is None else fairness_key  # whose share it counts against
+        self.weight = weight
         self.params = params
         self.tokens: list[int] = list(prompt_ids)
         self.prompt_array = np.asarray(prompt_ids, dtype=np.int64)
@@ -83,6 +90,8 @@ class Request:
         self.num_computed_prefill = 0
         self.num_preemptions = 0
         self.arrival_s = time.perf_counter()
+        # past this (perf_counter seconds) a request never scheduled yet leaves the queue with QueueTimeoutError
+        self.queue_deadline_s = None if queue_timeout_s is None else self.arrival_s + queue_timeout_s
         self.first_token_s: float | None = None
         self.on_finish: Callable[[Request], None] | None = None
         self.is_counted_waiting = False
@@ -112,6 +121,11 @@ class Request:
             data = self.prompt_array[: len(self.prompt_array) // page_size * page_size]
             self._blocks = [block.tobytes() for block in data.reshape(-1, page_size)]
         return self._blocks
+
+    @property
+    def was_scheduled(self) -> bool:
+        """True once the request was first admitted (a preempted request stays True)."""
+        return self.num_cached_tokens is not None
 
     def match_limit(self) -> int:
         """How many leading tokens may come from the cache: one token must stay to feed."""

@@ -2,14 +2,18 @@
 
 One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
 
+  0. a waiting request never scheduled yet whose queue deadline has passed
+     leaves the queue (it holds no pages, slots or tree locks while it waits)
+     and ends with QueueTimeoutError;
   1. every running request with one pending token (decode) gets its token;
      if no page is left for it, evict LRU tree leaves, then preempt the
      newest running request (its computed prefix stays in the tree) and
      requeue it at the front of the waiting queue;
   2. running requests still prefilling get their next chunk (token budget; a chunk that would leave
      a short remainder takes it too, see TAIL_FRACTION);
-  3. waiting requests are admitted in policy order while budget, pages and
-     max_running allow. In-batch dedup: a waiting request whose prompt shares
+  3. waiting requests are admitted in policy order (engine.policy, or the
+     fair queue of engine.fair_queue, which every computed chunk is charged
+     to) while budget, pages and max_running allow. In-batch dedup: a waiting request whose prompt shares
      a not-yet-cached prefix with a request that is computing it right now
      stays waiting until that prefix is in the tree, then prefills only the
      rest.
@@ -19,6 +23,7 @@ The scheduler lives on the step thread; nothing here is thread-safe.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import numpy as np
@@ -27,7 +32,8 @@ import torch
 from engine.batch_builder import ScheduledChunk
 from engine.cache_manager import CacheManager
 from engine.config import EngineConfig
-from engine.errors import EngineError, OutOfPagesError
+from engine.errors import EngineError, OutOfPagesError, QueueTimeoutError
+from engine.fair_queue import FairQueue
 from engine.policy import order_waiting
 from engine.request import Request, RequestStatus
 from engine.sampler import Sampler
@@ -53,8 +59,10 @@ class Scheduler:
         self.sampler = Sampler()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
+        self.fair_queue = FairQueue()
         self.num_preemptions = 0
         self.num_finished = 0
+        self.num_queue_timeouts = 0
 
     @property
     def has_work(self) -> bool:
@@ -66,11 +74,21 @@ class Scheduler:
     # ---- planning -----------------------------------------------------
     def schedule(self) -> list[ScheduledChunk]:
         """The chunks of the next forward (possibly empty when nothing fits)."""
+        self.expire_waiting(time.perf_counter())
         chunks = self._schedule_decodes()
         budget = self.config.max_batch_tokens - len(chunks)
         budget = self._schedule_running_prefills(chunks, budget)
         self._admit_waiting(chunks, budget)
         return chunks
+
+    def expire_waiting(self, now: float) -> None:
+        """End every never-scheduled waiting request whose queue deadline is at or before `now`."""
+        for req in [r for r in self.waiting if r.queue_deadline_s is not None and not r.was_scheduled]:
+            if req.queue_deadline_s <= now:
+                self.num_queue_timeouts += 1
+                waited = now - req.arrival_s
+                self.fail(req, QueueTimeoutError(f"request {req.request_id} waited {waited:.1f} s in the queue "
+                                                 "without being scheduled"))
 
     def _schedule_decodes(self) -> list[ScheduledChunk]:
         chunks: list[ScheduledChunk] = []
@@ -143,7 +161,11 @@ class Scheduler:
             return lengths[id(req)]
 
         producers = [r for r in self.running if r.num_computed < r.num_prompt_tokens]
-        for req in order_waiting(self.config.policy, window, match_length, self.page_size):
+        if self.config.policy == "fair":
+            ordered = self.fair_queue.order(window, match_length, self.running)
+        else:
+            ordered = order_waiting(self.config.policy, window, match_length, self.page_size)
+        for req in ordered:
             if budget <= 0 or len(self.running) >= self.config.max_running:
                 break
             if self._is_waiting_for_producer(req, match_length(req), producers):
@@ -204,6 +226,8 @@ class Scheduler:
         if not is_decode:
             req.num_computed_prefill += chunk.num_new - (1 if chunk.is_last and req.num_outputs > 0 else 0)
         req.num_computed += chunk.num_new
+        if self.config.policy == "fair":
+            self.fair_queue.charge(req, chunk.num_new)
         if not is_decode:
             self.cache.commit_prefix(req)
 

@@ -41,6 +41,7 @@ def run_all(engine, batch: list[list[int]], max_tokens: int = 6) -> list:
     {"max_batch_tokens": 5},
     {"enable_chunked_prefill": False, "max_batch_tokens": 8},
     {"policy": "fcfs"},
+    {"policy": "lpm"},
     {"policy": "dfs-weight"},
     {"max_running": 2},
 ], ids=str)
