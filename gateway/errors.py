@@ -79,7 +79,7 @@ def from_exception(exc: Exception) -> ApiError:
 
     Unknown exceptions become a 500 whose message reveals nothing of the exception.
     """
-    from engine import EngineOverloadedError, GrammarError, PromptTooLongError, QuotaExceededError
+    from engine import EngineOverloadedError, GrammarError, PromptTooLongError, QueueTimeoutError, QuotaExceededError
     from gateway.prompt_templates import TemplateError, TemplateNotFound
     from gateway.routing.base import BackendUnavailableError
 
@@ -89,6 +89,9 @@ def from_exception(exc: Exception) -> ApiError:
         return ApiError(400, str(exc), "invalid_request_error", "context_length_exceeded", "messages")
     if isinstance(exc, GrammarError):
         return bad_request(f"The output constraint cannot be compiled: {exc}", None, "invalid_schema")
+    if isinstance(exc, QueueTimeoutError):
+        return ApiError(503, f"The server is overloaded: the request was not scheduled in time; retry later. ({exc})",
+                        "server_overloaded", "queue_timeout", headers={"Retry-After": str(ENGINE_RETRY_AFTER_S)})
     if isinstance(exc, EngineOverloadedError):
         return service_unavailable(f"The engine queue is full; retry later. ({exc})")
     if isinstance(exc, QuotaExceededError):

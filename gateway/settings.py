@@ -37,15 +37,20 @@ class EngineSettings(BaseModel):
     max_running: int | None = None
     max_queue: int | None = None
     max_context: int | None = None
-    policy: str = "lpm"
+    policy: str = Field(default="fair", description="Waiting-queue order: fair (across tenants, longest cached "
+                        "prefix first within one), lpm, dfs-weight or fcfs.")
+    max_queue_wait_s: float | None = Field(default=None, description="Longest a request waits before it is first "
+                                           "scheduled (engine default 60 s); past it: 503 with Retry-After.")
     enable_radix_cache: bool = True
+    # each tenant's share of the engine under the fair policy, by tenant name; a tenant not listed has 1.0
+    tenant_weights: dict[str, float] = Field(default_factory=dict)
 
     def to_engine_config(self) -> Any:
         """Build `engine.EngineConfig`, passing only fields set here and known to EngineConfig."""
         from engine import EngineConfig
 
         known = {f.name for f in dataclasses.fields(EngineConfig)}
-        values = self.model_dump(exclude={"enabled"})
+        values = self.model_dump(exclude={"enabled", "tenant_weights"})
         return EngineConfig(**{k: v for k, v in values.items() if v is not None and k in known})
 
 

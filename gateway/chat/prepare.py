@@ -97,7 +97,10 @@ def prepare_for_tenant(
     )
     if prepared.params.grammar is not None:
         engine.compile_grammar(prepared.params.grammar)  # here, in the worker thread; GrammarError -> 400
-    return prepared
+    weight = gw.settings.engine.tenant_weights.get(tenant.name, 1.0)
+    params = replace(prepared.params, tenant=f"tenant-{tenant.id}", tenant_weight=weight,
+                     queue_timeout_s=body.queue_timeout_s)
+    return replace(prepared, params=params)
 
 
 # OpenAI fields radixgate does not implement, with the values that mean "not used" (sent by some clients)

@@ -2,7 +2,9 @@
 
 Requests accept unknown fields (clients send vendor extras) but validate the
 ones we use. Extra radixgate fields: `template` (name), `context` (documents,
-strings or {"id", "text"}), `canonicalize` (default true).
+strings or {"id", "text"}), `canonicalize` (default true), `queue_timeout_s` (the longest
+this request may wait in the engine's queue before it is first scheduled; the server's
+limit when larger or unset; past it: 503 with Retry-After).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class ChatCompletionRequest(BaseModel):
     template: str | None = None
     context: list[str | ContextDoc] | None = None
     canonicalize: bool = True
+    queue_timeout_s: float | None = Field(default=None, gt=0.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -35,9 +35,14 @@ def serve(
     config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="TOML or YAML settings file."),
     with_dashboard: bool = typer.Option(False, "--with-dashboard", help="Also start the Streamlit dashboard."),
     dashboard_port: int = typer.Option(None, "--dashboard-port", help="Dashboard port (default 8501)."),
+    policy: str = typer.Option(None, help="Waiting-queue policy: fair (default: fair across tenants, longest cached "
+                               "prefix first within one), lpm, dfs-weight or fcfs."),
+    max_queue_wait_s: float = typer.Option(None, "--max-queue-wait-s", help="Longest a request may wait before it is "
+                                           "first scheduled (default 60); past it the client gets 503 + Retry-After."),
 ) -> None:
     """Serve the gateway with the embedded engine: migrate the database, load the model, then run uvicorn."""
-    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model)
+    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model,
+                             engine={"policy": policy, "max_queue_wait_s": max_queue_wait_s})
     configure_logging(settings.log_level)
     import uvicorn
 
@@ -116,13 +121,16 @@ def dashboard(
         stop_process(process)
 
 
-def load_settings(*, model: str | None = None, **overrides: Any):
-    """Settings with only the flags the user gave overriding env / config file / defaults."""
+def load_settings(*, model: str | None = None, engine: dict[str, Any] | None = None, **overrides: Any):
+    """Settings with only the flags the user gave overriding env / config file / defaults (`engine`: engine flags)."""
     from gateway.settings import Settings
 
     values = {k: v for k, v in overrides.items() if v is not None}
+    engine_values = {k: v for k, v in (engine or {}).items() if v is not None}
     if model is not None:
-        values["engine"] = {"model": model}
+        engine_values["model"] = model
+    if engine_values:
+        values["engine"] = engine_values
     return Settings(**values)
 
 

@@ -51,6 +51,12 @@ class GenerationParams:
     response_format: dict | None = None
     parallel_tool_calls: bool | None = None
     grammar: Any = None  # an engine.Grammar for the embedded engine; remotes get the fields above
+    # scheduling, for the embedded engine only: whose fair share the request counts against (the
+    # tenant, not its cache namespace: tenants sharing a cache group still get a share each), that
+    # share's weight, and the client's own bound on its queue wait (never above the server's)
+    tenant: str | None = None
+    tenant_weight: float = 1.0
+    queue_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)

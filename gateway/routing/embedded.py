@@ -40,18 +40,25 @@ class EmbeddedBackend:
     async def stream(
         self, prompt: PreparedPrompt, params: GenerationParams, namespace: str, request_id: str
     ) -> AsyncIterator[BackendChunk]:
-        """Yield text deltas, then one final chunk with finish_reason and usage; abort on early exit."""
+        """Yield text deltas, then one final chunk with finish_reason and usage; abort on early exit.
+
+        The request joins the engine's fair queue as params.tenant; nothing is yielded before the
+        engine's first output, so an error raised while it waits (QueueTimeoutError) precedes any byte."""
         sampling = to_sampling_params(params)
         is_finished = False
         try:
-            outputs = self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id)
-            if prompt.assistant_prefix:
-                yield BackendChunk(text=prompt.assistant_prefix)
+            outputs = self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id,
+                                           fairness_key=params.tenant, weight=params.tenant_weight,
+                                           queue_timeout_s=params.queue_timeout_s)
+            prefix = prompt.assistant_prefix
             async for out in outputs:
                 error = getattr(out, "error", None)
                 if error is not None:
                     is_finished = True
                     raise error
+                if prefix:  # held back until the engine answers, so a queue timeout still comes before any byte
+                    yield BackendChunk(text=prefix)
+                    prefix = ""
                 if out.finish_reason is None:
                     if out.text or out.token_ids:
                         yield BackendChunk(text=out.text, token_ids=tuple(out.token_ids))
