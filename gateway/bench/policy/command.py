@@ -1,4 +1,4 @@
-"""`radixgate bench policy`: agent traffic under a small KV budget with fcfs, lpm and dfs-weight."""
+"""`radixgate bench policy`: agent traffic under a small KV budget with fcfs, lpm, dfs-weight and fair."""
 
 from __future__ import annotations
 

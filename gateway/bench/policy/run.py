@@ -3,7 +3,7 @@
 All requests arrive at once, so the waiting-queue policy decides the order in
 which they run: FCFS interleaves tenants and document sets and evicts what the
 next request needs; lpm and dfs-weight run requests that share a resident
-branch together. The KV budget defaults to a quarter of the unique
+branch together; fair shares the engine across tenants, lpm order within each. The KV budget defaults to a quarter of the unique
 (page-granular) prompt tokens, counted with a tensor-less radix tree, and
 never below four times the longest prompt.
 """
@@ -19,7 +19,7 @@ from gateway.bench.pass_check import flush_and_check
 from gateway.bench.policy.prompts import AgentRequest
 from gateway.bench.progress import Progress
 
-POLICIES = ("fcfs", "lpm", "dfs-weight")
+POLICIES = ("fcfs", "lpm", "dfs-weight", "fair")
 
 
 def unique_prompt_tokens(requests: list[AgentRequest], page_size: int) -> int:

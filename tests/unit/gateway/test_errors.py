@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
-from engine.errors import EngineOverloadedError, PromptTooLongError, QuotaExceededError
+from engine.errors import EngineOverloadedError, PromptTooLongError, QueueTimeoutError, QuotaExceededError
 from gateway.errors import bad_request, from_exception, install_error_handlers
 
 
@@ -25,7 +25,8 @@ def make_client() -> TestClient:
     @app.get("/raise/{kind}")
     def raise_(kind: str) -> dict:
         errors = {"api": bad_request("nope", "p"), "long": PromptTooLongError("too long"),
-                  "full": EngineOverloadedError("full"), "quota": QuotaExceededError("quota"), "bug": RuntimeError("x")}
+                  "full": EngineOverloadedError("full"), "quota": QuotaExceededError("quota"), "bug": RuntimeError("x"),
+                  "late": QueueTimeoutError("waited")}
         raise errors[kind]
 
     return TestClient(app, raise_server_exceptions=False)
@@ -34,13 +35,15 @@ def make_client() -> TestClient:
 def test_errors_have_openai_shape_and_status():
     client = make_client()
     expected = {"api": (400, "invalid_request"), "long": (400, "context_length_exceeded"), "full": (503, "overloaded"),
-                "quota": (409, "pin_quota_exceeded"), "bug": (500, "internal_error")}
+                "quota": (409, "pin_quota_exceeded"), "bug": (500, "internal_error"), "late": (503, "queue_timeout")}
     for kind, (status, code) in expected.items():
         response = client.get(f"/raise/{kind}")
         assert response.status_code == status, kind
         assert set(response.json()["error"]) == {"message", "type", "param", "code"}
         assert response.json()["error"]["code"] == code
     assert client.get("/raise/full").headers["retry-after"] == "1"
+    late = client.get("/raise/late")
+    assert late.headers["retry-after"] == "1" and late.json()["error"]["type"] == "server_overloaded"
     assert "x" not in client.get("/raise/bug").json()["error"]["message"]
 
 

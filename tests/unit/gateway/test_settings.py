@@ -57,3 +57,21 @@ def test_config_file_errors_are_explicit(tmp_path):
 def test_engine_settings_become_an_engine_config():
     config = EngineSettings(page_size=8, kv_cache_tokens=1024, max_queue=3).to_engine_config()
     assert (config.page_size, config.kv_cache_tokens, config.max_queue, config.model) == (8, 1024, 3, "smollm2-135m")
+
+
+def test_the_fair_policy_is_the_default_and_queue_wait_and_weights_come_from_env(monkeypatch):
+    monkeypatch.setenv("RADIXGATE_ENGINE__MAX_QUEUE_WAIT_S", "5")
+    monkeypatch.setenv("RADIXGATE_ENGINE__TENANT_WEIGHTS", '{"acme": 2.0}')
+    settings = Settings()
+    config = settings.engine.to_engine_config()
+    assert (config.policy, config.max_queue_wait_s) == ("fair", 5.0)
+    assert settings.engine.tenant_weights == {"acme": 2.0}
+
+
+def test_serve_flags_override_engine_settings_and_keep_the_rest_from_env(monkeypatch):
+    from gateway.cli.serve import load_settings
+
+    monkeypatch.setenv("RADIXGATE_ENGINE__PAGE_SIZE", "32")
+    settings = load_settings(model="tiny", engine={"policy": "lpm", "max_queue_wait_s": None})
+    assert (settings.engine.model, settings.engine.policy, settings.engine.page_size) == ("tiny", "lpm", 32)
+    assert settings.engine.max_queue_wait_s is None

@@ -59,7 +59,7 @@ def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runne
     runner = runners(96, 16)  # 1,536 tokens: room for the longest request, far less than the distinct prefixes
     config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_running=4)
     result = run_policy_bench(runner, config, requests)
-    assert set(result["policies"]) == {"fcfs", "lpm", "dfs-weight"}
+    assert set(result["policies"]) == {"fcfs", "lpm", "dfs-weight", "fair"}
     assert result["kv_budget_tokens"] == 1536 and result["unique_prompt_tokens"] > 1536
     for summary in result["policies"].values():
         assert 0 <= summary["hit_rate"] < 1 and summary["wall_s"] > 0
