@@ -58,12 +58,19 @@ def fairness(
                f"{len(workload.flood_prefixes[0])} tokens; cold: {num_cold} prompts of ~{len(workload.cold_prompts[0])} "
                f"tokens every {cold_gap_s} s; max_running {max_running}; dtype {runner.dtype}")
     with progress_bars(num_cold) as progress:
-        result = run_fairness_bench(runner, config, workload, repeat=repeat, policies=names, progress=progress)
+        result = run_fairness_bench(runner, config, workload, repeat=repeat, policies=names, progress=progress,
+                                    report=_report_pass)
     result["workload"] = {"seed": seed, "num_cold": num_cold, "cold_gap_s": cold_gap_s, "flood_concurrency":
                           flood_concurrency, "prefix_tokens": len(workload.flood_prefixes[0]), "max_running": max_running}
     _print(result)
     write_json(result, json_out)
     write_plot(_plot, result, plot)
+
+
+def _report_pass(label: str, figures: dict) -> None:
+    typer.echo(f"{label}: cold TTFT p50 {figures['cold_ttft_p50_ms']:.0f} ms, p99 {figures['cold_ttft_p99_ms']:.0f} ms, "
+               f"hit rate {figures['hit_rate']:.3f}, {figures['flood_requests']} flood requests, "
+               f"{figures['wall_s']:.1f} s", err=True)
 
 
 def _print(result: dict) -> None:

@@ -15,6 +15,7 @@ No page may be held after a pass (flush_and_check).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 import statistics
 import threading
 import time
@@ -117,8 +118,10 @@ def median_of(runs: list[dict]) -> dict:
 
 
 def run_fairness_bench(runner, config: EngineConfig, workload: FairnessWorkload, *, repeat: int = 1,
-                       policies: tuple[str, ...] = POLICIES, progress: Progress | None = None) -> dict:
-    """Every policy alone and under the flood, `repeat` times interleaved; medians per policy."""
+                       policies: tuple[str, ...] = POLICIES, progress: Progress | None = None,
+                       report: Callable[[str, dict], None] | None = None) -> dict:
+    """Every policy alone and under the flood, `repeat` times interleaved; medians per policy.
+    report(label, figures) is called after each pass."""
     runs: dict[tuple[str, str], list[dict]] = {}
     for round_index in range(repeat):
         for policy in policies:
@@ -127,6 +130,8 @@ def run_fairness_bench(runner, config: EngineConfig, workload: FairnessWorkload,
                 result = run_pass(runner, replace(config, policy=policy), workload, with_flood=mode == "flood",
                                   label=label, progress=progress)
                 runs.setdefault((policy, mode), []).append(result)
+                if report:
+                    report(label, result)
     per_policy = {}
     for policy in policies:
         alone, flood = median_of(runs[(policy, "alone")]), median_of(runs[(policy, "flood")])

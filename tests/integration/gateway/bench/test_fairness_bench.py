@@ -13,7 +13,8 @@ pytestmark = pytest.mark.slow
 def test_fairness_bench_reports_both_modes_per_policy_with_warm_flood_hits(smollm, runners):
     workload = generate_workload(smollm.tokenizer, num_cold=2, cold_words=8, prefix_words=60, num_flood_prompts=4,
                                  flood_concurrency=3, flood_max_tokens=2, cold_max_tokens=1, cold_gap_s=0.02)
-    config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, num_pages=256, max_running=2)
+    config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, num_pages=256, max_running=2,
+                          max_queue_wait_s=3600.0)
     result = run_fairness_bench(runners(256, 16), config, workload, policies=("fcfs", "fair"))
     assert set(result["policies"]) == {"fcfs", "fair"}
     for row in result["policies"].values():
