@@ -22,8 +22,9 @@ Invariants:
   * A key that becomes active (waiting or running work after none) has its
     counter raised to the smallest counter among the keys already active, so
     idle time banks no credit and a newcomer cannot starve the others; it
-    then ties with that smallest counter and ties go to the key whose head
-    request arrived first.
+    then ties with that smallest counter; ties go to the key with fewer
+    requests running (so a newcomer takes the next free slot), then to the
+    key whose head request arrived first.
   * No starvation: while key k waits, another key j is put ahead of it only
     while V_j <= V_k; every service raises V_j by at least 1 / weight_j, and
     the gap between active keys' counters stays within one request's cost
@@ -41,6 +42,7 @@ charge() for every chunk after each forward.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -68,18 +70,20 @@ class FairQueue:
               running: Iterable[Request] = ()) -> list[Request]:
         """The waiting requests, fairest first (see the module docstring)."""
         groups = _lpm_groups(waiting, match_length)
+        running = list(running)
         self._track_activity(groups, {req.fairness_key for req in running})
-        heap = [(self._served[key], first, key) for key, (first, _) in groups.items()]
+        num_running = Counter(req.fairness_key for req in running)
+        heap = [(self._served[key], num_running[key], first, key) for key, (first, _) in groups.items()]
         heapq.heapify(heap)
         ordered: list[Request] = []
         while heap:
-            virtual, first, key = heapq.heappop(heap)
+            virtual, busy, first, key = heapq.heappop(heap)
             _, requests = groups[key]
             req = requests.pop()
             ordered.append(req)
             if requests:
                 cost = max(1, req.num_tokens - match_length(req)) / req.weight
-                heapq.heappush(heap, (virtual + cost, first, key))
+                heapq.heappush(heap, (virtual + cost, busy + 1, first, key))
         return ordered
 
     def _track_activity(self, groups: dict, running_keys: set[str]) -> None:

@@ -28,12 +28,13 @@ def test_a_key_that_was_served_less_goes_first_even_when_it_arrived_last():
     assert names(queue.order([*heavy[1:], request("l1", "light")], lambda r: 0)) == ["l1", "h1", "h2"]
 
 
-def test_a_newcomer_ties_with_the_least_served_key_and_follows_its_first_request():
+def test_a_newcomer_ties_with_the_least_served_key_and_wins_the_tie_over_a_key_with_requests_running():
     queue = FairQueue()
-    heavy = [request(f"h{i}", "heavy") for i in range(3)]
+    heavy = [request(f"h{i}", "heavy") for i in range(4)]
     queue.order(heavy, lambda r: 0)
     queue.charge(heavy[0], 500)
-    assert names(queue.order([*heavy, request("c0", "cold")], lambda r: 0)) == ["h0", "c0", "h1", "h2"]
+    assert names(queue.order([*heavy[1:], request("c0", "cold")], lambda r: 0, [heavy[0]])) == ["c0", "h1", "h2", "h3"]
+    assert queue.counter("cold") == queue.counter("heavy")
 
 
 def test_within_a_key_the_longest_cached_prefix_goes_first_ties_in_arrival_order():
@@ -48,8 +49,9 @@ def test_keys_interleave_by_the_uncached_tokens_each_request_costs():
     warm = [request(f"w{i}", "warm", 40) for i in range(4)]  # 36 of 40 cached: costs 4 each
     cold = [request(f"c{i}", "cold", 12) for i in range(2)]  # costs 12 each
     cached = {r.request_id: 36 for r in warm} | {r.request_id: 0 for r in cold}
-    # warm 0, cold 0 tie -> warm (arrived first); warm 4, 8, 12 vs cold 0 -> cold; ...
-    assert names(queue.order([*warm, *cold], lambda r: cached[r.request_id])) == ["w0", "c0", "w1", "w2", "w3", "c1"]
+    # warm 0, cold 0 tie -> warm (arrived first); then cold 0 < warm 4; warm 4, 8 < cold 12; at 12 each, cold
+    # wins the tie (fewer of its requests ahead)
+    assert names(queue.order([*warm, *cold], lambda r: cached[r.request_id])) == ["w0", "c0", "w1", "w2", "c1", "w3"]
 
 
 def test_a_newcomer_starts_at_the_smallest_active_counter_not_at_zero():
