@@ -14,7 +14,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.e2e.conftest import STARTUP_TIMEOUT_S, GatewayServer
+from tests.e2e.conftest import GatewayServer
 from tests.support.server_process import RADIXGATE
 
 pytestmark = pytest.mark.slow
@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 ENV = {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": "8192", "RADIXGATE_ENGINE__DEVICE": "cpu",
        "RADIXGATE_SHUTDOWN_TIMEOUT_S": "60", "RADIXGATE_LOG_FLUSH_INTERVAL_S": "3600"}  # rows reach the database only from the spool
 NUM_CLIENTS = 3
+START_TIMEOUT_S = 600  # two cold starts of the model on a busy CI host
 
 
 def body(index: int, stream: bool, max_tokens: int = 4) -> dict:
@@ -71,7 +72,7 @@ def wait_until(predicate, timeout_s: float) -> bool:
 
 
 def test_kill_9_mid_load_then_restart_keeps_every_acknowledged_row_and_sigterm_drains_a_stream(tmp_path):
-    server = GatewayServer(env=ENV, workdir=tmp_path, command=[str(RADIXGATE)]).start(STARTUP_TIMEOUT_S)
+    server = GatewayServer(env=ENV, workdir=tmp_path, command=[str(RADIXGATE)]).start(START_TIMEOUT_S)
     try:
         key = server.create_tenant()["api_key"]["key"]
         done, stop = [], threading.Event()
@@ -91,7 +92,7 @@ def test_kill_9_mid_load_then_restart_keeps_every_acknowledged_row_and_sigterm_d
         server.stop()
 
     restarted = GatewayServer(env={**ENV, "RADIXGATE_ADMIN_KEY": server.admin_key}, workdir=tmp_path,
-                              command=[str(RADIXGATE)]).start(STARTUP_TIMEOUT_S)
+                              command=[str(RADIXGATE)]).start(START_TIMEOUT_S)
     try:
         assert wait_until(lambda: acknowledged <= stored_ids(tmp_path / "radixgate.db"), 60), (
             sorted(acknowledged - stored_ids(tmp_path / "radixgate.db")), restarted.log_tail())

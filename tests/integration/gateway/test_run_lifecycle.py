@@ -82,8 +82,8 @@ async def call_admin(app, body: dict) -> list[dict]:
 
 def request_body(path: str, stream: bool) -> dict:
     if path == "/v1/chat/completions":
-        return chat_body(max_tokens=8, stream=stream, stream_options={"include_usage": True} if stream else None)
-    return {"model": "default", "input": "What is the capital of France?", "max_output_tokens": 8, "stream": stream}
+        return chat_body(max_tokens=4, stream=stream, stream_options={"include_usage": True} if stream else None)
+    return {"model": "default", "input": "What is the capital of France?", "max_output_tokens": 4, "stream": stream}
 
 
 async def settle(gw, num_rows: int, timeout_s: float = 30.0) -> None:
