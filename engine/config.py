@@ -22,7 +22,9 @@ class EngineConfig:
     leave fewer than max_batch_tokens // 16 tokens takes them too). With
     enable_chunked_prefill off a prompt's remaining prefill runs in one step
     (alone if it exceeds the budget). max_queue bounds the waiting queue;
-    a submission past it raises EngineOverloadedError.
+    a submission past it raises EngineOverloadedError. max_pinned_fraction caps the pages
+    all pins hold together (a pin past it raises PinCapacityError), so pins can never take
+    the pages running requests need.
 
     policy orders the waiting queue (engine.policy, engine.fair_queue): "fair"
     shares computed tokens equally (or by weight) across fairness keys and
@@ -48,6 +50,7 @@ class EngineConfig:
     max_queue: int = 1024
     max_queue_wait_s: float = 60.0
     max_context: int | None = None
+    max_pinned_fraction: float = 0.5  # pinned pages, all namespaces together, stay within this share of the pool
     default_namespace: str = "default"
 
     def __post_init__(self) -> None:
@@ -60,6 +63,8 @@ class EngineConfig:
             raise ValueError(f"max_queue_wait_s must be > 0, got {self.max_queue_wait_s}")
         if self.num_pages is not None and self.num_pages < 1:
             raise ValueError(f"num_pages must be >= 1, got {self.num_pages}")
+        if not 0.0 <= self.max_pinned_fraction <= 1.0:
+            raise ValueError(f"max_pinned_fraction must be within [0, 1], got {self.max_pinned_fraction}")
         if self.max_context is not None and self.max_context < 2:
             raise ValueError(f"max_context must be >= 2, got {self.max_context}")
 

@@ -251,6 +251,11 @@ class Engine:
         with self._lock:
             self.cache.set_pin_quota(namespace, num_tokens)
 
+    def set_pin_capacity(self, num_pages: int | None) -> None:
+        """Cap the pages all pins hold together (None: no cap); existing pins are kept."""
+        with self._lock:
+            self.cache.max_pinned_pages = num_pages
+
     def pin_info(self, pin_id: str) -> dict:
         with self._lock:
             return self.cache.pin_info(pin_id)

@@ -55,7 +55,7 @@ class EngineCore:
         self.config = config
         self.runner = runner
         self.pool = runner.pool
-        self.cache = RadixCache(self.pool)
+        self.cache = RadixCache(self.pool, int(self.pool.num_pages * self.config.max_pinned_fraction))
         self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache)
         self.scheduler = Scheduler(config, self.cache_manager)
         self.tokenizer = runner.loaded_model.tokenizer

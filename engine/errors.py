@@ -16,6 +16,10 @@ class QuotaExceededError(EngineError):
     """A pin would take a namespace past its pin quota (HTTP 409)."""
 
 
+class PinCapacityError(QuotaExceededError):
+    """A pin would take the whole cache past its cap on pinned pages (EngineConfig.max_pinned_fraction)."""
+
+
 class UnbalancedUnlockError(EngineError):
     """unlock() on a node that holds no lock: a lock/unlock pairing bug."""
 

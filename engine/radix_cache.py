@@ -50,7 +50,7 @@ from engine.radix_pins import RadixPins
 class RadixCache(RadixEviction, RadixPins):
     """Prefix cache over a KVPool's pages; see the module docstring for the contracts."""
 
-    def __init__(self, pool: KVPool) -> None:
+    def __init__(self, pool: KVPool, max_pinned_pages: int | None = None) -> None:
         self.pool = pool
         self.page_size = pool.page_size
         self._page_bytes = 4 * pool.page_size  # key bytes per page
@@ -63,7 +63,7 @@ class RadixCache(RadixEviction, RadixPins):
         self.num_evictable_pages = 0
         self.num_evicted_pages = 0
         self.num_evicted_nodes = 0
-        RadixPins.__init__(self)
+        RadixPins.__init__(self, max_pinned_pages)
 
     # ----- match / insert -----
     def match_prefix(self, namespace: Hashable, tokens, *, is_counted: bool = True) -> MatchResult:
@@ -268,7 +268,8 @@ class RadixCache(RadixEviction, RadixPins):
         return {
             "nodes": self.num_nodes,
             "cached_tokens": self.num_cached_pages * ps,
-            "pinned_tokens": sum(s.pinned_tokens for s in self._namespaces.values()),
+            "pinned_tokens": self.num_pinned_tokens,
+            "max_pinned_tokens": None if self.max_pinned_pages is None else self.max_pinned_pages * ps,
             "evictable_tokens": self.num_evictable_pages * ps,
             "evicted_tokens": self.num_evicted_pages * ps,
             "evicted_nodes": self.num_evicted_nodes,

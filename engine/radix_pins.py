@@ -3,14 +3,16 @@
 A pin holds a pin_ref on every node of its path, so eviction (which skips
 pinned nodes) can never take them. A namespace's pinned tokens are the union
 of its pinned nodes: two pins sharing a system prompt count it once. A match
-that walks through the whole pinned path counts one hit for the pin.
+that walks through the whole pinned path counts one hit for the pin. All namespaces'
+pinned pages together stay within `max_pinned_pages` (None: no cap), so pins cannot
+take the pool from running requests.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Hashable
 
-from engine.errors import PrefixNotCachedError, QuotaExceededError, UnknownPinError
+from engine.errors import PinCapacityError, PrefixNotCachedError, QuotaExceededError, UnknownPinError
 from engine.radix_node import PinRecord, token_bytes
 
 if TYPE_CHECKING:
@@ -20,7 +22,9 @@ if TYPE_CHECKING:
 class RadixPins:
     """Mixin of RadixCache: pin / unpin / set_pin_quota / pin_info."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_pinned_pages: int | None = None) -> None:
+        self.max_pinned_pages = max_pinned_pages
+        self.num_pinned_tokens = 0  # union of pinned nodes over every namespace
         self._pins: dict[int, PinRecord] = {}
         self._pins_at: dict[RadixNode, list[PinRecord]] = {}
         self._next_pin_id = 1
@@ -38,8 +42,9 @@ class RadixPins:
     def pin(self, namespace: Hashable, tokens) -> int:
         """Pin the cached page-aligned prefix of tokens; returns a pin id.
 
-        Raises PrefixNotCachedError if that prefix is not fully cached and
-        QuotaExceededError (changing nothing) if it would exceed the quota.
+        Raises PrefixNotCachedError if that prefix is not fully cached,
+        QuotaExceededError (changing nothing) if it would exceed the quota, and
+        PinCapacityError (changing nothing) if it would pass max_pinned_pages.
         """
         data = token_bytes(tokens)
         state = self._namespace(namespace)
@@ -55,6 +60,12 @@ class RadixPins:
             raise QuotaExceededError(
                 f"pin quota of namespace {namespace!r} exceeded: {state.pinned_tokens} tokens pinned "
                 f"+ {num_new} new > quota {state.pin_quota} tokens"
+            )
+        cap = None if self.max_pinned_pages is None else self.max_pinned_pages * self.page_size
+        if cap is not None and self.num_pinned_tokens + num_new > cap:
+            raise PinCapacityError(
+                f"the cache's cap on pinned tokens is reached: {self.num_pinned_tokens} tokens pinned "
+                f"+ {num_new} new > cap {cap} tokens"
             )
         self._add_pin_refs(node, state, +1)
         record = PinRecord(self._next_pin_id, namespace, node, wanted)
@@ -99,6 +110,7 @@ class RadixPins:
             if was_pinned != (node.pin_ref > 0):
                 num_tokens = len(node.key) >> 2
                 state.pinned_tokens += num_tokens if delta > 0 else -num_tokens
+                self.num_pinned_tokens += num_tokens if delta > 0 else -num_tokens
                 if not node.lock_ref:
                     self.num_evictable_pages -= delta * (len(node.pages) >> 2)
             node = node.parent

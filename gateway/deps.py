@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
-from gateway.errors import service_unavailable, unauthorized
+from gateway.errors import database_unavailable, is_database_unavailable, unauthorized
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
 from gateway.tenants import admin_keys
@@ -76,7 +76,7 @@ def bearer_key(request: Request) -> str:
 def get_caller(request: Request, gw: StateDep) -> Caller:
     """The caller for the bearer key: from gw.auth_cache while fresh, else from the database.
 
-    If the database cannot be read, a cached caller is served past its TTL (up to
+    If the database cannot be read (down, or no pooled connection within db_pool_timeout_s), a cached caller is served past its TTL (up to
     auth_cache_stale_s, logged); a key never seen before gets 503. last_used_at is touched
     when the database is read (so at most once per TTL per key) and never fails the request.
     """
@@ -88,10 +88,12 @@ def get_caller(request: Request, gw: StateDep) -> Caller:
         return cached
     try:
         caller = load_caller(gw, key)
-    except DBAPIError as exc:
+    except SQLAlchemyError as exc:
+        if not is_database_unavailable(exc):
+            raise
         stale = cache.lookup_stale(digest) if cache is not None else None
         if stale is None:
-            raise service_unavailable("The gateway's database is unavailable; retry shortly.") from exc
+            raise database_unavailable() from exc
         log.warning("database unavailable (%s); serving cached credentials for key %d", type(exc).__name__, stale.api_key_id)
         return stale
     if caller is None:

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 log = logging.getLogger(__name__)
 
 ENGINE_RETRY_AFTER_S = 1
+DATABASE_RETRY_AFTER_S = 2
 
 
 class ApiError(Exception):
@@ -74,12 +75,30 @@ def service_unavailable(message: str, retry_after_s: int = ENGINE_RETRY_AFTER_S)
     return ApiError(503, message, "server_error", "overloaded", headers={"Retry-After": str(retry_after_s)})
 
 
+def database_unavailable() -> ApiError:
+    error = service_unavailable("The gateway's database is unavailable; retry shortly.", DATABASE_RETRY_AFTER_S)
+    error.code = "database_unavailable"
+    return error
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """A pool checkout that timed out, or a database that refused, dropped or locked the connection:
+    worth retrying, never the client's fault (SQL and constraint errors are not included)."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+    if isinstance(exc, (PoolTimeoutError, OperationalError, InterfaceError)):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
 def from_exception(exc: Exception) -> ApiError:
     """Map an exception from the engine, templates or a backend to the ApiError the client sees.
 
     Unknown exceptions become a 500 whose message reveals nothing of the exception.
     """
-    from engine import EngineOverloadedError, GrammarError, PromptTooLongError, QueueTimeoutError, QuotaExceededError
+    from engine import (EngineOverloadedError, GrammarError, PinCapacityError, PromptTooLongError, QueueTimeoutError,
+                        QuotaExceededError)
     from gateway.prompt_templates import TemplateError, TemplateNotFound
     from gateway.routing.base import BackendUnavailableError
 
@@ -94,6 +113,8 @@ def from_exception(exc: Exception) -> ApiError:
                         "server_overloaded", "queue_timeout", headers={"Retry-After": str(ENGINE_RETRY_AFTER_S)})
     if isinstance(exc, EngineOverloadedError):
         return service_unavailable(f"The engine queue is full; retry later. ({exc})")
+    if isinstance(exc, PinCapacityError):
+        return conflict(f"The gateway's cache cannot hold more pinned prefixes: {exc}", code="pin_capacity_exceeded")
     if isinstance(exc, QuotaExceededError):
         return conflict(str(exc), code="pin_quota_exceeded")
     if isinstance(exc, TemplateNotFound):
@@ -102,6 +123,8 @@ def from_exception(exc: Exception) -> ApiError:
         return bad_request(f"Template error: {exc}", "template", "template_error")
     if isinstance(exc, BackendUnavailableError):
         return service_unavailable(f"No backend could take the request: {exc}")
+    if is_database_unavailable(exc):
+        return database_unavailable()
     return ApiError(500, "Internal server error.", "server_error", "internal_error")
 
 
@@ -126,13 +149,24 @@ async def _http_error_handler(request: Request, exc: StarletteHTTPException) -> 
 
 async def _unhandled_handler(request: Request, exc: Exception) -> JSONResponse:
     api_error = from_exception(exc)
+    if api_error.code == "database_unavailable":
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
     if api_error.status_code >= 500 and api_error.code == "internal_error":
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return api_error.to_response()
 
 
+async def _database_handler(request: Request, exc: Exception) -> JSONResponse:
+    """SQLAlchemy errors: an unavailable database is a 503 with Retry-After, anything else a logged 500.
+    (Handled here rather than by the catch-all, which Starlette re-raises after answering.)"""
+    return await _unhandled_handler(request, exc)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error as OpenAI error JSON."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    app.add_exception_handler(SQLAlchemyError, _database_handler)
     app.add_exception_handler(ApiError, _api_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)

@@ -25,6 +25,7 @@ from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.tenants.auth_cache import AuthCache
 from gateway.tenants.limits import TenantLimits
+from gateway.tenants.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
     from engine import Engine
@@ -78,10 +79,12 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     from gateway.tenants import admin_keys
 
     await asyncio.to_thread(upgrade, settings.db_url)
-    db_engine = make_engine(settings.db_url)
+    db_engine = make_engine(settings.db_url, pool_size=settings.db_pool_size, pool_timeout_s=settings.db_pool_timeout_s,
+                            max_overflow=settings.db_pool_max_overflow)
     session_factory = make_session_factory(db_engine)
     gw = GatewayState(settings=settings, db_engine=db_engine, session_factory=session_factory)
     gw.tenant_limits = TenantLimits(settings.default_tenant_concurrency)
+    gw.rate_limiter = RateLimiter(settings.default_tenant_requests_per_minute, settings.default_tenant_tokens_per_minute)
     gw.auth_cache = AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s)
     gw.admin_key_generated = admin_keys.bootstrap_admin_key(session_factory, settings)
     gw.engine = engine if engine is not None else await start_engine(settings)
@@ -128,7 +131,8 @@ def build_services(gw: GatewayState) -> None:
     gw.templates = TemplateRegistry(settings.resolved_templates_dir(), settings.limits.template_limits())
     gw.metrics = Metrics()
     gw.log_writer = LogWriter(
-        gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics
+        gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics,
+        spool=make_spool(settings),
     )
     gw.log_writer.start()
     page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
@@ -144,6 +148,29 @@ def build_services(gw: GatewayState) -> None:
 
         interval_s = settings.engine_snapshot_interval_s
         gw.snapshotter = EngineSnapshotter(gw.session_factory, gw.engine.stats, interval_s).start()
+
+
+def make_spool(settings: Settings):
+    """The request-log spool: settings.log_spool_path, else `<sqlite file>.spool/`, else
+    `./radixgate-spool/<database digest>/`; None for an in-memory database (it dies with the
+    process anyway). Each replica needs its own spool (it replays what it finds there)."""
+    import hashlib
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    from gateway.db.log_spool import LogSpool
+
+    path = settings.log_spool_path
+    if path is None:
+        url = make_url(settings.db_url)
+        if url.get_backend_name() == "sqlite":
+            if not url.database or url.database == ":memory:":
+                return None
+            path = Path(url.database + ".spool")
+        else:
+            path = Path("radixgate-spool") / hashlib.sha256(settings.db_url.encode()).hexdigest()[:16]
+    return LogSpool(path, settings.log_spool_max_bytes, settings.log_spool_fsync)
 
 
 def build_backends(gw: GatewayState) -> Router | None:

@@ -44,6 +44,7 @@ class EngineSettings(BaseModel):
     enable_radix_cache: bool = True
     # each tenant's share of the engine under the fair policy, by tenant name; a tenant not listed has 1.0
     tenant_weights: dict[str, float] = Field(default_factory=dict)
+    max_pinned_fraction: float | None = None  # the share of the KV pool all pins may hold (engine default 0.5)
 
     def to_engine_config(self) -> Any:
         """Build `engine.EngineConfig`, passing only fields set here and known to EngineConfig."""
@@ -120,6 +121,15 @@ class Settings(BaseSettings):
     dashboard_port: int = 8501
     default_max_tokens: int = 256
     default_tenant_concurrency: int = 64
+    default_tenant_requests_per_minute: int | None = None  # a tenant without its own limit gets this (None: unlimited)
+    default_tenant_tokens_per_minute: int | None = None  # prompt + max_tokens charged, the unused part refunded
+    db_pool_size: int = 10  # PostgreSQL / SQLite-file connection pool (SQLAlchemy QueuePool)
+    db_pool_max_overflow: int = 10  # connections past db_pool_size while busy
+    db_pool_timeout_s: float = 5.0  # waiting longer for a pooled connection answers 503 with Retry-After
+    log_spool_path: Path | None = None  # request-log spool (JSON lines); default: beside a SQLite file, else ./
+    log_spool_max_bytes: int = 256 * 1024 * 1024  # past this, rows that cannot be written wait in memory only
+    log_spool_fsync: bool = False  # True: fsync each spooled row (survives power loss, not only a crash)
+    shutdown_timeout_s: float = 30.0  # SIGTERM: open streams may finish this long before they are cut
     shadow_max_tokens_per_tenant: int = 1_000_000  # raw-order shadow: token ids kept per cache domain (LRU)
     canonical_shadow: bool = True  # the canonical-order shadow (canonical_hit_rate, the doctor's counterfactuals)
     canonical_shadow_max_tokens_per_tenant: int = 1_000_000  # its token ids kept per cache domain (LRU)

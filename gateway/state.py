@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gateway.tenants.limits import TenantLimits
+from gateway.tenants.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine as DbEngine
@@ -58,6 +59,7 @@ class GatewayState:
     pins: PinBook | None = None
     auth_cache: AuthCache | None = None  # None: every request reads the database
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
+    rate_limiter: RateLimiter = field(default_factory=RateLimiter)
     admin_key_generated: str | None = None
     started_at: int = field(default_factory=lambda: int(time.time()))
     background_tasks: set[asyncio.Task] = field(default_factory=set)

@@ -10,6 +10,7 @@ from gateway.bench.agent import command as agent
 from gateway.bench.decode import command as decode
 from gateway.bench.fairness import command as fairness
 from gateway.bench.hostile import command as hostile
+from gateway.bench.load import command as load
 from gateway.bench.policy import command as policy
 from gateway.bench.radix import command as radix
 from gateway.bench.rag import command as rag
@@ -17,5 +18,5 @@ from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile):
+for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load):
     bench.register(app)

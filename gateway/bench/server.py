@@ -78,6 +78,18 @@ class ServerProcess:
     def log_tail(self, num_chars: int = 4000) -> str:
         return self.log_path.read_text()[-num_chars:] if self.log_path.exists() else ""
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def send_signal(self, signum: int) -> None:
+        """Send `signum` (SIGKILL for a crash, SIGTERM for a graceful stop) without waiting."""
+        self._process.send_signal(signum)
+
+    def wait(self, timeout_s: float) -> int:
+        """The exit status once the process ends (raises subprocess.TimeoutExpired past `timeout_s`)."""
+        return self._process.wait(timeout=timeout_s)
+
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

@@ -3,7 +3,8 @@
 The row's keys are RequestLog columns; it carries no prompt text, only section
 hashes, the signals the canonicalizer found and both shadows' figures. A run whose
 canonical-shadow figure is still being computed is recorded when it is ready (on the
-shadow's worker thread), so its row always carries it. Recording never fails a request:
+shadow's worker thread), so its row always carries it; meanwhile a provisional row without it is
+spooled under the same id (LogWriter.reserve), so a crash in between still leaves a row. Recording never fails a request:
 a writer or metrics error is logged and swallowed (the writer itself drops rows
 when its queue is full, see gateway/db/log_writer.py).
 """
@@ -40,6 +41,8 @@ class RunRecorder:
         as its canonical-shadow figure is ready."""
         future = run.counterfactual
         if future is not None and not future.done():
+            if self.log_writer is not None:  # durable now, completed with the figure later (same id)
+                self.log_writer.reserve(log_row(run, None))
             future.add_done_callback(lambda _: self.record_now(run))
             return
         self.record_now(run)
@@ -69,6 +72,7 @@ def log_row(run: ChatRun, attributor: MissAttributor | None) -> dict[str, Any]:
     usage = run.api_usage()
     prepared = run.prepared
     row: dict[str, Any] = {
+        "id": run.log_id,
         "created_at": run.created_at,
         "tenant_id": run.caller.tenant.id,
         "api_key_id": run.caller.api_key_id,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from gateway.insight.counterfactual import CanonicalFigures
     from gateway.routing.base import Backend
     from gateway.tenants.limits import TenantLimits
+    from gateway.tenants.rate_limits import RateLimiter, RateLimitState
 
 log = logging.getLogger("gateway.requests")
 
@@ -58,6 +60,7 @@ class ChatRun:
     recorder: RunRecorder
     background_tasks: set[asyncio.Task]  # holds the tasks that close unfinished streams until they are done
     model_id: str = ""
+    log_id: uuid.UUID = field(default_factory=uuid.uuid4)  # the request-log row's id (a spool replay keys on it)
     created: int = field(default_factory=lambda: int(time.time()))
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     started_s: float = field(default_factory=time.perf_counter)
@@ -73,6 +76,9 @@ class ChatRun:
     status: str = "ok"
     error_code: str | None = None
     is_finished: bool = False
+    rate_limiter: RateLimiter | None = None
+    rate_state: RateLimitState | None = None  # after charge_rate_limits: what the x-ratelimit-* headers say
+    num_tokens_charged: int = 0
     _holds_slot: bool = False
     _stream: AsyncIterator[BackendChunk] | None = None
     _pending: BackendChunk | None = None
@@ -86,6 +92,27 @@ class ChatRun:
             self.finish()
             raise too_many_requests(f"Tenant {tenant.name!r} is at its limit of concurrent requests; retry shortly.")
         self._holds_slot = True
+
+    def charge_rate_limits(self) -> None:
+        """Charge the tenant's per-minute buckets with 1 request and prompt + max_tokens tokens (OpenAI's
+        estimate); `finish` refunds what the answer did not use. Refused: 429 with the x-ratelimit-* headers."""
+        from gateway.tenants.rate_limits import RateLimited
+
+        if self.rate_limiter is None:
+            return
+        tenant, prepared = self.caller.tenant, self.prepared
+        estimate = prepared.num_prompt_tokens + (prepared.params.max_tokens or 0)
+        try:
+            self.rate_state = self.rate_limiter.acquire(
+                tenant.id, tenant.requests_per_minute, tenant.tokens_per_minute, estimate)
+        except RateLimited as exc:
+            retry_s = 60 if exc.retry_after_s == float("inf") else max(1, int(exc.retry_after_s + 0.999))
+            error = too_many_requests(
+                f"Tenant {tenant.name!r} reached its {exc.which}-per-minute limit "
+                f"(this request needs {estimate} tokens); retry in {retry_s} s.", retry_s)
+            error.headers.update(exc.state.headers())
+            raise error from exc
+        self.num_tokens_charged = estimate
 
     @property
     def wants_tool_calls(self) -> bool:
@@ -180,6 +207,10 @@ class ChatRun:
         if self._holds_slot:
             self.tenant_limits.release(self.caller.tenant.id)
             self._holds_slot = False
+        if self.num_tokens_charged and self.rate_limiter is not None:
+            usage = self.api_usage()
+            self.rate_limiter.settle(self.caller.tenant.id, self.num_tokens_charged,
+                                     usage.prompt_tokens + usage.completion_tokens)
         self.recorder.record(self)
 
     def _close_stream(self) -> None:

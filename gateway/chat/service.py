@@ -44,15 +44,27 @@ log = logging.getLogger(__name__)
 
 
 def new_run(gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request_id: str | None = None) -> ChatRun:
-    """A run handed only the parts of the gateway it uses."""
+    """A run handed only the parts of the gateway it uses. Its log row's id is the uuid in its request id
+    (chatcmpl-<hex>, resp_<hex>), so a client's id names its row."""
+    log_id = uuid.uuid4() if request_id is None else id_uuid(request_id)
     return ChatRun(
         caller=caller,
         body=body,
-        request_id=request_id or f"chatcmpl-{uuid.uuid4().hex}",
+        request_id=request_id or f"chatcmpl-{log_id.hex}",
+        log_id=log_id,
         tenant_limits=gw.tenant_limits,
         recorder=RunRecorder(gw.log_writer, gw.metrics, gw.miss_attributor),
         background_tasks=gw.background_tasks,
+        rate_limiter=gw.rate_limiter,
     )
+
+
+def id_uuid(request_id: str) -> uuid.UUID:
+    """The uuid a "<prefix>-<32 hex>" / "<prefix>_<32 hex>" id carries (its log row's id), else a new one."""
+    try:
+        return uuid.UUID(hex=request_id.replace("_", "-").rsplit("-", 1)[-1])
+    except ValueError:
+        return uuid.uuid4()
 
 
 async def start_chat(
@@ -69,6 +81,7 @@ async def start_chat(
         tenant = caller.tenant
         run.model_id = resolve_model(gw, body.model)
         run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run)
+        run.charge_rate_limits()
         run.namespace = cache_namespace(tenant.id, tenant.cache_group, run.model_id)
         run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
         run.counterfactual = observe_canonical(gw, run)
@@ -167,6 +180,7 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
         yield factory.finish(run.answer_finish_reason(calls))
         if include_usage:
             yield factory.usage(run.api_usage())
+        run.finish()  # the row is spooled before the client can see [DONE]
         yield DONE_EVENT
     except Exception as exc:
         run.fail_from(exc)

@@ -63,8 +63,11 @@ def serve(
         except (OSError, ValueError) as exc:  # a missing model path, an unknown spec or dtype
             typer.echo(f"error: cannot load model {settings.engine.model!r}: {exc}", err=True)
             raise typer.Exit(2) from exc
+        # SIGTERM: uvicorn stops accepting, lets open responses (streams) finish for up to
+        # shutdown_timeout_s, then cancels the rest; the engine keeps stepping until it is done.
         server = uvicorn.Server(uvicorn.Config(create_app(settings, engine=engine), host=settings.host,
-                                               port=settings.port, log_level=settings.log_level.lower()))
+                                               port=settings.port, log_level=settings.log_level.lower(),
+                                               timeout_graceful_shutdown=settings.shutdown_timeout_s))
         if engine is None:
             server.run()
         else:

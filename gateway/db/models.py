@@ -83,6 +83,9 @@ class Tenant(Base):
     pin_quota_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cache_group: Mapped[str | None] = mapped_column(String(128))
     max_concurrency: Mapped[int | None] = mapped_column(Integer)
+    # Per-minute limits (None: the settings' default; gateway/tenants/rate_limits.py).
+    requests_per_minute: Mapped[int | None] = mapped_column(Integer)
+    tokens_per_minute: Mapped[int | None] = mapped_column(Integer)
     store_prompts: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     # The tenant's own dynamic-content rules, {name: regex} as JSON text (None: the defaults only).

@@ -17,8 +17,13 @@ from sqlalchemy.pool import StaticPool
 DEFAULT_DB_URL = "sqlite:///./radixgate.db"
 
 
-def make_engine(url: str, **kwargs) -> Engine:
+def make_engine(url: str, *, pool_size: int | None = None, pool_timeout_s: float | None = None,
+                max_overflow: int | None = None, **kwargs) -> Engine:
     """An Engine for `url` (SQLite file or memory, or PostgreSQL via psycopg 3).
+
+    `pool_size` / `max_overflow` / `pool_timeout_s` size the connection pool (not for in-memory SQLite, which
+    shares one connection): a checkout that waits past the timeout raises sqlalchemy's
+    TimeoutError, which the API answers with 503 and Retry-After (gateway/errors.py).
 
     SQLite: foreign keys on, WAL journal for files (readers never block the log writer); an
     in-memory database is one connection shared by every thread.
@@ -33,11 +38,25 @@ def make_engine(url: str, **kwargs) -> Engine:
         kwargs.setdefault("connect_args", {}).setdefault("check_same_thread", False)
         if not is_file:  # one shared connection, or each thread (the log writer) sees its own empty DB
             kwargs.setdefault("poolclass", StaticPool)
+        else:
+            kwargs.update(pool_kwargs(pool_size, pool_timeout_s, max_overflow))
         engine = create_engine(parsed, **kwargs)
         _configure_sqlite(engine, is_file=is_file)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    kwargs.update(pool_kwargs(pool_size, pool_timeout_s, max_overflow))
     return create_engine(parsed, **kwargs)
+
+
+def pool_kwargs(pool_size: int | None, pool_timeout_s: float | None, max_overflow: int | None) -> dict:
+    out: dict = {}
+    if max_overflow is not None:
+        out["max_overflow"] = max_overflow
+    if pool_size is not None:
+        out["pool_size"] = pool_size
+    if pool_timeout_s is not None:
+        out["pool_timeout"] = pool_timeout_s
+    return out
 
 
 def _configure_sqlite(engine: Engine, *, is_file: bool) -> None:

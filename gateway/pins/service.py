@@ -9,6 +9,11 @@ other for this process. Invariants:
   system/tools/context hit it token for token.
 - A tenant's pinned tokens (sum of its live pins, page-aligned) never exceed `pin_quota_tokens`;
   the engine also bounds the namespace (a cache group's quota is its tenants' sum).
+- Creating a pin commits its row first and pins in the engine second; if the engine pin fails the
+  row is deleted again, so no engine pin ever exists without its committed row (the row alone, for
+  the moment between the two, counts against the quota, which is what makes the check race-free:
+  the quota check and the row's commit run under one per-tenant lock, and on PostgreSQL under a
+  row lock on the tenant, so two concurrent pins at the quota cannot both pass).
 - A soft pin (ttl_seconds) is unpinned when it expires; its pages then age out by LRU like any
   cached prefix.
 """
@@ -75,6 +80,11 @@ class PinBook:
 
     def __init__(self) -> None:
         self.live: dict[int, LivePin] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def tenant_lock(self, tenant_id: int) -> asyncio.Lock:
+        """The lock that serializes quota check + row commit for one tenant (event loop only)."""
+        return self._locks.setdefault(tenant_id, asyncio.Lock())
 
     def add(self, pin_id: int, engine_pin_id: int) -> LivePin:
         self.live[pin_id] = LivePin(engine_pin_id)
@@ -159,10 +169,27 @@ async def create_pin(gw: GatewayState, session: Session, tenant: Tenant, spec: P
     num_tokens = len(token_ids) // page_size * page_size
     if num_tokens == 0:
         raise PinTooShortError(f"the prefix has {len(token_ids)} tokens; a pin needs at least one page ({page_size})")
-    check_quota(session, tenant, num_tokens)
-    engine_pin_id = await pin_tokens(gw, session, tenant, token_ids)
+    async with pin_book(gw).tenant_lock(tenant.id):
+        lock_tenant_row(session, tenant.id)
+        check_quota(session, tenant, num_tokens)
+        pin = new_pin_row(gw, tenant, spec, name, token_ids, num_tokens, ttl_seconds)
+        session.add(pin)
+        await asyncio.to_thread(session.commit)
+    try:
+        engine_pin_id = await pin_tokens(gw, session, tenant, token_ids)
+    except BaseException:
+        await asyncio.to_thread(delete_row, session, pin)
+        raise
+    live = pin_book(gw).add(pin.id, engine_pin_id)
+    if ttl_seconds:
+        live.expiry = schedule_expiry(gw, pin.id, ttl_seconds)
+    return pin
+
+
+def new_pin_row(gw: GatewayState, tenant: Tenant, spec: PinSpec, name: str, token_ids: list[int], num_tokens: int,
+                ttl_seconds: int | None) -> Pin:
     now = utc_now()
-    pin = Pin(
+    return Pin(
         tenant_id=tenant.id,
         namespace=cache_namespace(tenant.id, tenant.cache_group, gw.engine.model_id),
         template=name,
@@ -174,12 +201,22 @@ async def create_pin(gw: GatewayState, session: Session, tenant: Tenant, spec: P
         hits=0,
         spec_json=spec.to_json(),
     )
-    session.add(pin)
-    session.flush()
-    live = pin_book(gw).add(pin.id, engine_pin_id)
-    if ttl_seconds:
-        live.expiry = schedule_expiry(gw, pin.id, ttl_seconds)
-    return pin
+
+
+def lock_tenant_row(session: Session, tenant_id: int) -> None:
+    """SELECT ... FOR UPDATE on the tenant (PostgreSQL; SQLite serializes writers itself), so replicas
+    pinning for one tenant at once take turns until the row commits."""
+    session.execute(select(Tenant.id).where(Tenant.id == tenant_id).with_for_update())
+
+
+def delete_row(session: Session, pin: Pin) -> None:
+    """Undo a committed row whose engine pin failed (a failure here is logged; a later start re-warms it)."""
+    try:
+        session.rollback()
+        session.delete(pin)
+        session.commit()
+    except Exception:
+        log.exception("pins: the row of pin %d could not be deleted after its engine pin failed", pin.id)
 
 
 def record_hits(gw: GatewayState, pin: Pin) -> int:

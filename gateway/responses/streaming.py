@@ -144,6 +144,7 @@ async def stream_response(gw: GatewayState, started: StartedResponse) -> AsyncIt
                 yield frame
         response = turn.response(status, events.output, run.api_usage())
         await save(gw, started, response)
+        run.finish()  # the row is spooled before the client can see the final event
         yield events.lifecycle("response.incomplete" if status == "incomplete" else "response.completed", response)
     except Exception as exc:
         run.fail_from(exc)

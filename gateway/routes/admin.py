@@ -24,6 +24,8 @@ class TenantCreate(BaseModel):
     pin_quota_tokens: int = Field(default=0, ge=0)
     cache_group: str | None = Field(default=None, max_length=128)
     max_concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
     dynamic_rules: dict[str, str] | None = None
 
 
@@ -33,6 +35,8 @@ class TenantUpdate(BaseModel):
     pin_quota_tokens: int = Field(default=0, ge=0)
     cache_group: str | None = Field(default=None, max_length=128)
     max_concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
     dynamic_rules: dict[str, str] | None = None
 
 
@@ -59,6 +63,8 @@ class TenantOut(BaseModel):
     pin_quota_tokens: int
     cache_group: str | None
     max_concurrency: int | None
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
     dynamic_rules: dict[str, str] = {}
     created_at: datetime | None
     keys: list[KeyOut] = []
@@ -89,6 +95,8 @@ def tenant_out(tenant: Tenant, keys: list[ApiKey]) -> dict:
         "pin_quota_tokens": tenant.pin_quota_tokens or 0,
         "cache_group": tenant.cache_group,
         "max_concurrency": tenant.max_concurrency,
+        "requests_per_minute": tenant.requests_per_minute,
+        "tokens_per_minute": tenant.tokens_per_minute,
         "dynamic_rules": load_rules(tenant.dynamic_rules),
         "created_at": tenant.created_at,
         "keys": [key_out(k) for k in keys],

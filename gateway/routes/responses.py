@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Query, Request, Response
 
-from gateway.chat.streaming import SSE_HEADERS
+from gateway.chat.run_stream import RunStreamingResponse
 from gateway.deps import CallerDep, StateDep, TenantDep
 from gateway.responses import service
 from gateway.responses.schemas import DeletedResponse, InputItemList, ResponseObject, ResponsesRequest
@@ -23,12 +22,15 @@ router = APIRouter(tags=["responses"])
 
 @router.post("/v1/responses", response_model=None)
 async def create_response(
-    body: ResponsesRequest, caller: CallerDep, gw: StateDep, request: Request
-) -> ResponseObject | StreamingResponse:
+    body: ResponsesRequest, caller: CallerDep, gw: StateDep, request: Request, response: Response
+) -> ResponseObject | RunStreamingResponse:
     """Generate a response; with `stream: true` the answer is Server-Sent Events of the Responses API."""
     started = await service.start_response(gw, caller, body, request)
+    run = started.run
+    headers = run.rate_state.headers() if run.rate_state else {}
     if body.stream:
-        return StreamingResponse(stream_response(gw, started), media_type="text/event-stream", headers=SSE_HEADERS)
+        return RunStreamingResponse(stream_response(gw, started), run, headers)
+    response.headers.update(headers)
     return await service.complete_response(gw, started)
 
 

@@ -78,6 +78,8 @@ def create_tenant(
     cache_group: str | None = None,
     max_concurrency: int | None = None,
     dynamic_rules: dict[str, str] | None = None,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
 ) -> IssuedKey:
     """Create a tenant and its first API key.
 
@@ -92,6 +94,8 @@ def create_tenant(
         cache_group=cache_group or None,
         max_concurrency=max_concurrency,
         dynamic_rules=rules_text,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
     )
     session.add(tenant)
     try:
@@ -101,7 +105,8 @@ def create_tenant(
     return issue_key(session, tenant)
 
 
-MUTABLE_FIELDS = ("pin_quota_tokens", "cache_group", "max_concurrency", "dynamic_rules")
+MUTABLE_FIELDS = ("pin_quota_tokens", "cache_group", "max_concurrency", "dynamic_rules",
+                  "requests_per_minute", "tokens_per_minute")
 
 
 def update_tenant(session: Session, name: str, changes: dict) -> Tenant:

@@ -7,6 +7,7 @@ import pytest
 
 from engine.errors import (
     EngineError,
+    PinCapacityError,
     PrefixNotCachedError,
     QuotaExceededError,
     UnbalancedUnlockError,
@@ -191,6 +192,19 @@ def test_pin_quota_counts_union_and_names_the_quota():
     with pytest.raises(QuotaExceededError, match=r"namespace 'a'.*4 tokens pinned \+ 1 new > quota 4"):
         cache.pin("a", [1, 2, 3, 4, 5])
     assert cache.stats()["namespaces"]["a"]["pinned_tokens"] == 4
+
+
+def test_pins_of_all_namespaces_stay_within_the_cache_cap():
+    pool = KVPool(64, 1)
+    cache = RadixCache(pool, max_pinned_pages=5)
+    cache_tokens(cache, pool, "a", [1, 2, 3])
+    cache_tokens(cache, pool, "b", [7, 8, 9])
+    cache.pin("a", [1, 2, 3])
+    with pytest.raises(PinCapacityError, match=r"3 tokens pinned \+ 3 new > cap 5 tokens"):
+        cache.pin("b", [7, 8, 9])
+    assert cache.stats()["pinned_tokens"] == 3 and cache.stats()["namespaces"]["b"]["pinned_tokens"] == 0
+    cache.pin("b", [7, 8])
+    assert cache.stats()["pinned_tokens"] == 5
 
 
 def test_set_pin_quota_rejects_negative():

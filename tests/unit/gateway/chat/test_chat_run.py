@@ -18,9 +18,13 @@ from gateway.tenants.limits import TenantLimits
 class RecordingLog:
     def __init__(self) -> None:
         self.rows: list[dict] = []
+        self.reserved: list[dict] = []
 
     def enqueue(self, row: dict) -> None:
         self.rows.append(row)
+
+    def reserve(self, row: dict) -> None:
+        self.reserved.append(row)
 
 
 class FakeBackend:
@@ -128,9 +132,12 @@ async def test_row_waits_for_the_canonical_shadow_figure_and_carries_it():
     await drain(run)
     run.finish()
     assert log.rows == [] and run.tenant_limits.num_active(7) == 0  # the slot is not held for the figure
+    (provisional,) = log.reserved  # durable meanwhile, under the id the complete row will have
+    assert provisional["id"] == run.log_id and provisional["canonical_cached_tokens"] is None
     run.counterfactual.set_result(CanonicalFigures(cached_tokens=48, prompt_tokens=60, static_prefix_tokens=50,
                                                    system_prefix_tokens=20))
     (row,) = log.rows
+    assert row["id"] == run.log_id
     assert (row["canonical_cached_tokens"], row["canonical_prompt_tokens"]) == (48, 60)
     assert (row["static_prefix_tokens"], row["system_prefix_tokens"]) == (50, 20)
 
