@@ -6,6 +6,7 @@ so the owners of different benchmarks never edit the same file.
 
 import typer
 
+from gateway.bench.accuracy import command as accuracy
 from gateway.bench.agent import command as agent
 from gateway.bench.decode import command as decode
 from gateway.bench.hostile import command as hostile
@@ -16,5 +17,5 @@ from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, decode, stats, structured, hostile):
+for bench in (radix, agent, rag, policy, decode, stats, structured, hostile, accuracy):
     bench.register(app)
