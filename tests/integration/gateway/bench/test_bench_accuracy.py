@@ -19,7 +19,7 @@ def test_the_prompt_set_has_at_least_fifty_distinct_prompts():
 
 
 def test_each_dtype_is_no_further_from_float32_than_transformers(smollm):
-    result = run_accuracy(smollm, PROMPTS[:3], num_tokens=6, dtypes=(torch.float32, torch.bfloat16),
+    result = run_accuracy(smollm, PROMPTS[:2], num_tokens=4, dtypes=(torch.float32, torch.bfloat16),
                           quantizations=("none", "int8"))
     rows = {(r["engine"], r["dtype"], r["quantization"]): r for r in result["rows"]}
     assert set(rows) == {("transformers", d, "none") for d in ("float32", "bfloat16")} | {
@@ -34,12 +34,12 @@ def test_each_dtype_is_no_further_from_float32_than_transformers(smollm):
 
 def test_the_command_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "accuracy.json"
-    result = CliRunner().invoke(app, ["accuracy", "--prompts", "2", "--tokens", "3", "--dtype", "float32",
+    result = CliRunner().invoke(app, ["accuracy", "--prompts", "2", "--tokens", "2", "--dtype", "float32",
                                       "--quantization", "none,int4", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "mean KL" in result.output and "no further from float32" in result.output
     written = json.loads(out.read_text())
-    assert written["num_prompts"] == 2 and written["num_tokens"] == 3
+    assert written["num_prompts"] == 2 and written["num_tokens"] == 2
     assert {r["quantization"] for r in written["rows"] if r["engine"] == "radixgate"} == {"none", "int4"}
 
 
