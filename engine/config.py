@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = ("fair", "lpm", "dfs-weight", "fcfs")
+QUANTIZATIONS = ("none", "int8", "int4", "auto")
+PREFERENCES = ("speed", "accuracy")
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,18 @@ class EngineConfig:
     bounds how long a request waits before it is first scheduled; a request
     may ask for less (submit's queue_timeout_s), never more; past it the
     request leaves the queue holding nothing and ends with QueueTimeoutError.
+
+    quantization: "none" (default), "int8", "int4" (weight-only, CPU) or "auto"
+    (the mode the CPU's probe times clearly faster at decode, else "none").
+    prefer: "speed" (default) or "accuracy"; with "accuracy", an auto dtype and
+    auto quantization mean the float32 model (engine.kernels.choose_dtype).
     """
 
     model: str = "smollm2-135m"
     device: str = "auto"
     dtype: str | None = None
+    quantization: str = "none"
+    prefer: str = "speed"
     page_size: int = 16
     num_pages: int | None = None
     kv_cache_tokens: int = 32768
@@ -56,6 +65,10 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {self.quantization!r}")
+        if self.prefer not in PREFERENCES:
+            raise ValueError(f"prefer must be one of {PREFERENCES}, got {self.prefer!r}")
         for name in ("page_size", "kv_cache_tokens", "max_batch_tokens", "max_running", "max_queue"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

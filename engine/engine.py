@@ -46,6 +46,7 @@ class Engine:
             runner = ModelRunner.from_spec(
                 self.config.model, dtype=self.config.dtype, device=self.config.device,
                 num_pages=self.config.num_kv_pages, page_size=self.config.page_size,
+                quantization=self.config.quantization, prefer=self.config.prefer,
             )
         self.runner = runner
         loaded = runner.loaded_model

@@ -16,17 +16,28 @@ dtype: None/"auto" is engine.kernels.choose_dtype(device): bfloat16 on CUDA; on
 a CPU, bfloat16 only where the CPU has it natively and its linears time clearly
 faster than float32's there. Correctness tests and output-equality checks
 against transformers pass ``dtype="float32"``.
+
+quantization: "none" (the default), "int8", "int4" (weight-only, CPU; see
+engine.kernels.cpu.quantized_linear), or "auto": engine.kernels.choose_quantization,
+the mode whose decode-sized linears time clearly faster on this CPU, else "none".
+prefer: "speed" (default) or "accuracy"; with "accuracy", "auto" means float32 and
+no quantization. Whenever "auto" lands anywhere but the float32 model, the runner
+logs how far its logits are from the float32 model's on a probe text
+(engine.models.divergence), beside the speed the kernel probes logged.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 
 import torch
 
 from engine.forward_batch import ForwardBatch
-from engine.kernels import choose_dtype, make_attention
+from engine.kernels import QUANTIZATIONS, choose_dtype, choose_quantization, make_attention
 from engine.models.llama import LlamaModel, ModelShape
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED_MODEL_TYPES = {"llama", "mistral", "qwen2", "smollm", "smollm2"}
 
@@ -37,13 +48,13 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, prefer: str = "speed") -> torch.dtype:
     """A torch dtype, or its name ("float32"/"fp32", "bfloat16"/"bf16", "float16"/"fp16"); None/"auto" ->
-    engine.kernels.choose_dtype(device). Raises ValueError for any other name."""
+    engine.kernels.choose_dtype(device, prefer). Raises ValueError for any other name."""
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype is None or dtype == "auto":
-        return choose_dtype(device)
+        return choose_dtype(device, prefer)
     names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
              "float16": torch.float16, "fp16": torch.float16}
     if dtype not in names:
@@ -51,22 +62,57 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     return names[dtype]
 
 
+def resolve_quantization(quantization: str | None, dtype: torch.dtype, device: torch.device,
+                         prefer: str = "speed") -> str:
+    """"none", "int8" or "int4"; None means "none", "auto" -> engine.kernels.choose_quantization.
+    Raises ValueError for any other name."""
+    if quantization is None:
+        return "none"
+    if quantization == "auto":
+        return choose_quantization(dtype, device, prefer)
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"unknown quantization {quantization!r}; choose one of {[*QUANTIZATIONS, 'auto']}")
+    return quantization
+
+
 class ModelRunner:
     """``forward(batch)`` writes the new tokens' K/V into ``pool`` and returns float32 logits."""
 
-    def __init__(self, loaded_model, pool, dtype: str | torch.dtype | None = None, device=None) -> None:
+    def __init__(self, loaded_model, pool, dtype: str | torch.dtype | None = None, device=None,
+                 quantization: str | None = None, prefer: str = "speed") -> None:
         config = loaded_model.config
         if config.model_type not in SUPPORTED_MODEL_TYPES:
             raise ValueError(f"model_type {config.model_type!r} is not a Llama-family model")
         self.loaded_model = loaded_model
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
+        self.dtype = resolve_dtype(dtype, self.device, prefer)
+        self.quantization = resolve_quantization(quantization, self.dtype, self.device, prefer)
         self.pool = pool
-        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device)
+        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device, self.quantization)
         self.shape = self.model.shape
         self.attention = make_attention(pool, self.shape.num_heads, self.shape.num_kv_heads, self.shape.head_dim,
                                         self.device)
         self._check_pool(pool)
+        is_auto = dtype in (None, "auto") or quantization == "auto"
+        if is_auto and (self.dtype != torch.float32 or self.quantization != "none"):
+            self._log_divergence()
+
+    def _log_divergence(self) -> None:
+        """Log the divergence of this runner's logits from a float32 runner's (built for the probe, then
+        dropped) on engine.models.divergence's probe text."""
+        from engine.kv_pool import KVPool
+        from engine.models.divergence import divergence, probe_token_ids
+
+        token_ids = probe_token_ids(self.tokenizer)
+        s = self.shape
+        pool = KVPool(-(-len(token_ids) // self.pool.page_size), self.pool.page_size, num_layers=s.num_layers,
+                      num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, dtype=torch.float32, device=self.device)
+        reference = ModelRunner(self.loaded_model, pool, torch.float32, self.device)
+        found = divergence(reference, self, token_ids)
+        logger.info("auto precision %s/%s: logits %.4f nats (mean KL) from the float32 model's on a probe text, "
+                    "same top token at %.0f%% of positions (prefer='accuracy' runs the float32 model)",
+                    str(self.dtype).removeprefix("torch."), self.quantization, found.mean_kl,
+                    100 * found.top1_agreement)
 
     def _check_pool(self, pool) -> None:
         k0 = pool.k_cache[0] if len(pool.k_cache) else None
@@ -101,6 +147,8 @@ class ModelRunner:
         num_pages: int = 4096,
         page_size: int = 16,
         cache_dir: str | os.PathLike | None = None,
+        quantization: str | None = None,
+        prefer: str = "speed",
     ) -> "ModelRunner":
         """Load ``model_spec`` (see engine.models.loader) and build a runner with a fresh KVPool (``.pool``)."""
         from engine.kv_pool import KVPool
@@ -108,8 +156,8 @@ class ModelRunner:
 
         loaded = load_model(model_spec, cache_dir=cache_dir)
         device = resolve_device(device)
-        dtype = resolve_dtype(dtype, device)
+        pool_dtype = resolve_dtype(dtype, device, prefer)
         shape = ModelShape.from_config(loaded.config)
         pool = KVPool(num_pages, page_size, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
-                      head_dim=shape.head_dim, dtype=dtype, device=device)
-        return cls(loaded, pool, dtype, device)
+                      head_dim=shape.head_dim, dtype=pool_dtype, device=device)
+        return cls(loaded, pool, dtype if dtype in (None, "auto") else pool_dtype, device, quantization, prefer)

@@ -30,6 +30,10 @@ class EngineSettings(BaseModel):
     model: str = "smollm2-135m"
     device: str = "auto"
     dtype: str | None = None
+    quantization: str | None = Field(None, description="Weight-only quantization: none | int8 | int4 | auto "
+                                     "(what the CPU's probe times faster at decode).")
+    prefer: str | None = Field(None, description="speed | accuracy: what an auto dtype / quantization favours; "
+                               "accuracy runs the float32 model.")
     page_size: int = 16
     kv_cache_tokens: int | None = None
     num_pages: int | None = None

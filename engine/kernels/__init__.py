@@ -1,14 +1,20 @@
 """Compute kernels behind one seam: the model and the runner import only from here.
 
-    make_linear(weight, bias)   a Linear: x -> x @ weight.T + bias, one row's bits independent of its batch
-    choose_dtype(device)        the dtype "auto" stands for on that device
+    make_linear(weight, bias, quantization)   a Linear: x -> x @ weight.T + bias, one row's bits independent
+                                              of its batch; weight-only int8/int4 when asked
+    choose_dtype(device, prefer)              the dtype "auto" stands for on that device
+    choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
 
 Which kernel runs is decided here, once, at construction: oneDNN-packed linears on a CPU where
 oneDNN supports the dtype (engine.kernels.cpu), plain ``F.linear`` elsewhere (engine.kernels.linear);
 FlashInfer attention on CUDA when ``flashinfer`` imports (engine.kernels.cuda), the torch paged
-attention otherwise, on CPU and CUDA alike (engine.kernels.paged_attention). Nothing is read or timed
+attention otherwise, on CPU and CUDA alike (engine.kernels.paged_attention). Weight-only int8/int4
+linears run torch's CPU kernels (engine.kernels.cpu.quantized_linear). Nothing is read or timed
 at import: the CPU facts and probes run on first use and are cached for the process.
+
+``prefer``: "speed" (the default) lets "auto" take whatever the probes time faster here; "accuracy" makes
+"auto" mean the float32 model (float32, no quantization) wherever float32 runs, at whatever speed.
 """
 
 from __future__ import annotations
@@ -20,10 +26,16 @@ import torch
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
+from engine.kernels.cpu.quant_probe import measured_cpu_quantization
+from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
 from engine.kernels.linear import TorchLinear
 from engine.kernels.paged_attention import PagedAttention
 
-__all__ = ["Attention", "Linear", "choose_dtype", "make_attention", "make_linear"]
+__all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype", "choose_quantization",
+           "make_attention", "make_linear"]
+
+PREFERENCES = ("speed", "accuracy")
+QUANTIZATIONS = ("none", "int8", "int4")  # and "auto": choose_quantization
 
 
 class Linear(Protocol):
@@ -40,20 +52,46 @@ class Attention(Protocol):
         """q (T, H, D), k/v (T, KVH, D) -> (T, H * D); writes k/v into the pool at the plan's out_slots first."""
 
 
-def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None) -> Linear:
+def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantization: str = "none") -> Linear:
     """A linear layer over ``weight`` (out_features, in_features) in its own dtype and device: packed for
-    oneDNN on a CPU that supports the dtype there, ``F.linear`` otherwise."""
+    oneDNN on a CPU that supports the dtype there, ``F.linear`` otherwise; with ``quantization`` "int8" or
+    "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype. An int4
+    weight whose in_features the int4 groups do not divide falls back to int8."""
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
+    if quantization != "none" and weight.device.type != "cpu":
+        raise ValueError(f"weight-only {quantization} runs on CPU only, not on {weight.device.type}")
+    if quantization == "int4" and int4_applies(weight):
+        return Int4WeightLinear(weight, bias)
+    if quantization != "none":
+        return Int8WeightLinear(weight, bias)
     if packing_applies(weight.dtype, weight.device):
         return PackedLinear(weight, bias)
     return TorchLinear(weight, bias)
 
 
-def choose_dtype(device: torch.device) -> torch.dtype:
+def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:
     """bfloat16 on CUDA; on a CPU, float32 unless the CPU has native bfloat16 and the probe
-    (engine.kernels.cpu.dtype_probe) times bfloat16 linears clearly faster there."""
+    (engine.kernels.cpu.dtype_probe) times bfloat16 linears clearly faster there. float32 on a CPU
+    when ``prefer`` is "accuracy"."""
+    _check_preference(prefer)
     if device.type != "cpu":
         return torch.bfloat16
-    return choose_cpu_dtype()
+    return torch.float32 if prefer == "accuracy" else choose_cpu_dtype()
+
+
+def choose_quantization(dtype: torch.dtype, device: torch.device, prefer: str = "speed") -> str:
+    """"none" on CUDA or when ``prefer`` is "accuracy"; on a CPU, int8 or int4 where the probe
+    (engine.kernels.cpu.quant_probe) times that mode's decode-sized linears clearly faster in ``dtype``."""
+    _check_preference(prefer)
+    if device.type != "cpu" or prefer == "accuracy":
+        return "none"
+    return measured_cpu_quantization(dtype, torch.get_num_threads())
+
+
+def _check_preference(prefer: str) -> None:
+    if prefer not in PREFERENCES:
+        raise ValueError(f"prefer must be one of {PREFERENCES}, got {prefer!r}")
 
 
 def make_attention(pool, num_heads: int, num_kv_heads: int, head_dim: int, device: torch.device) -> Attention:

@@ -87,8 +87,12 @@ def activation(config):
 class LlamaModel:
     """The weights of a Llama-family decoder and its forward over a ragged batch."""
 
-    def __init__(self, config, state_dict: dict[str, torch.Tensor], dtype: torch.dtype, device="cpu") -> None:
+    def __init__(self, config, state_dict: dict[str, torch.Tensor], dtype: torch.dtype, device="cpu",
+                 quantization: str = "none") -> None:
+        """``quantization`` ("none", "int8", "int4") is applied to every decoder linear; the LM head takes
+        int8 when the layers take int4 (it is the largest matrix and the logits feel it most)."""
         self.config = config
+        self.quantization = quantization
         self.shape = ModelShape.from_config(config)
         self.dtype = dtype
         self.device = torch.device(device)
@@ -100,7 +104,8 @@ class LlamaModel:
         has_head = "lm_head.weight" in state_dict and not self.shape.is_tied
         self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
         # a tied head reads the embedding matrix; the lookup keeps using self.embed
-        self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed)
+        head_quantization = "int8" if quantization == "int4" else quantization
+        self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed, quantization=head_quantization)
         max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
         self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)
 
@@ -108,6 +113,7 @@ class LlamaModel:
         p = f"model.layers.{i}."
         get = lambda name: sd[p + name].to(device=self.device, dtype=dtype)  # noqa: E731
         opt = lambda name: get(name).contiguous() if p + name in sd else None  # noqa: E731
+        linear = lambda weight, bias=None: make_linear(weight, bias, self.quantization)  # noqa: E731
         qkv_names = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
         qkv_bias = None
         if p + "self_attn.q_proj.bias" in sd:
@@ -117,12 +123,12 @@ class LlamaModel:
             gate_up_bias = torch.cat([get("mlp.gate_proj.bias"), get("mlp.up_proj.bias")]).contiguous()
         return LayerWeights(
             input_norm=get("input_layernorm.weight").contiguous(),
-            qkv=make_linear(torch.cat([get(n + ".weight") for n in qkv_names]).contiguous(), qkv_bias),
-            o_proj=make_linear(get("self_attn.o_proj.weight").contiguous(), opt("self_attn.o_proj.bias")),
+            qkv=linear(torch.cat([get(n + ".weight") for n in qkv_names]).contiguous(), qkv_bias),
+            o_proj=linear(get("self_attn.o_proj.weight").contiguous(), opt("self_attn.o_proj.bias")),
             post_norm=get("post_attention_layernorm.weight").contiguous(),
-            gate_up=make_linear(torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous(),
-                                gate_up_bias),
-            down=make_linear(get("mlp.down_proj.weight").contiguous(), opt("mlp.down_proj.bias")),
+            gate_up=linear(torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous(),
+                           gate_up_bias),
+            down=linear(get("mlp.down_proj.weight").contiguous(), opt("mlp.down_proj.bias")),
         )
 
     def rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,7 @@ so the owners of different benchmarks never edit the same file.
 
 import typer
 
+from gateway.bench.accuracy import command as accuracy
 from gateway.bench.agent import command as agent
 from gateway.bench.decode import command as decode
 from gateway.bench.fairness import command as fairness
@@ -18,5 +19,5 @@ from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load):
+for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy):
     bench.register(app)

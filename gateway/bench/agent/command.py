@@ -33,6 +33,13 @@ def agent(
     shadow_cost: bool = typer.Option(False, "--shadow-cost",
                                      help="Instead: the canonical shadow's work per raw request, timed in-process (no server)."),
     repeats: int = typer.Option(3, "--repeat", min=1, help="Repeats with --shadow-overhead / --shadow-cost (medians reported)."),
+    vs: str = typer.Option(None, "--vs", help="vllm: instead, `radixgate serve` vs a vLLM CPU server on the same "
+                           "bodies over HTTP (wall, TTFT, prefill tokens, hit rate, answer agreement)."),
+    vllm_python: str = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build; the bench "
+                                    "starts its server on the HF directory radixgate caches for the model."),
+    vllm_url: str = typer.Option(None, "--vllm-url", help="A running vLLM server instead."),
+    dtype: str = typer.Option("auto", "--dtype", help="With --vs vllm: both servers' dtype (auto: radixgate's "
+                              "own choice, bfloat16 for vLLM)."),
 ) -> None:
     """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
     from gateway.bench.agent.run import run_agent_bench
@@ -40,6 +47,8 @@ def agent(
 
     rows = load_workload(workload, num_requests, seed)
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
+    if vs is not None:
+        return vs_vllm(rows, vs, vllm_python, vllm_url, dtype, concurrency, json_out)
     if shadow_overhead:
         return overhead(rows, kv_cache_tokens, repeats, concurrency, json_out)
     if shadow_cost:
@@ -65,6 +74,27 @@ def agent(
     if result["errors"]:
         typer.echo(f"{len(result['errors'])} requests failed, e.g. {result['errors'][0]}", err=True)
         raise typer.Exit(1)
+
+
+def vs_vllm(rows: list[dict], vs: str, vllm_python: str | None, vllm_url: str | None, dtype: str, concurrency: int,
+            json_out: Path | None) -> None:
+    import torch
+
+    from engine import load_model
+    from gateway.bench.agent.vllm_peer import run_agent_vs_vllm
+    from gateway.bench.http_peers import print_peers
+
+    if vs != "vllm":
+        raise typer.BadParameter(f"--vs takes vllm, got {vs!r}")
+    if not (vllm_python or vllm_url):
+        raise typer.BadParameter("--vs vllm needs --vllm-python PATH or --vllm-url URL")
+    threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
+    result = run_agent_vs_vllm(rows, load_model("smollm2-135m"), dtype=dtype, num_threads=threads,
+                               concurrency=concurrency, vllm_python=vllm_python, vllm_url=vllm_url)
+    print_peers(f"bench agent over HTTP ({len(rows)} requests, concurrency {concurrency}, {threads} threads)", result)
+    for peer in result["peers"]:
+        typer.echo(f"{peer['name']}: hit rate {peer['hit_rate']:.3f}")
+    write_json(result, json_out)
 
 
 def overhead(rows: list[dict], kv_cache_tokens: int, repeats: int, concurrency: int, json_out: Path | None) -> None:

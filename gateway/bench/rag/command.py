@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -29,7 +30,14 @@ def rag(
     repeat: int = typer.Option(1, min=1, help="Passes per mode; wall times are medians."),
     warmup: int = typer.Option(1, min=0, help="Untimed passes first (the CPU kernels are picked and compiled on "
                                            "the first shapes); each baseline also warms up on a short prompt."),
-    vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (repeatable)."),
+    vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (in-process, repeatable); or "
+                                 "vllm: instead, `radixgate serve` vs a vLLM CPU server over HTTP (needs --workload "
+                                 "with chat messages, and --vllm-python or --vllm-url)."),
+    vllm_python: Optional[str] = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build "
+                                              "(e.g. /tmp/vllm-venv/bin/python): the bench starts its server."),
+    vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="A running vLLM server instead (its prefix "
+                                           "cache is reset between passes only in its dev mode)."),
+    device: str = typer.Option("auto", help="cpu | cuda | auto."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
     max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
@@ -41,11 +49,15 @@ def rag(
     from gateway.bench.rag.run import run_rag_bench
     from gateway.bench.workloads.rag import generate_rag_workload, load_rag_workload
 
-    if set(vs) - set(BASELINES):
-        raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - set(BASELINES))}; choose hf or llamacpp")
+    if set(vs) - set(BASELINES) - {"vllm"}:
+        raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - set(BASELINES) - {'vllm'})}; "
+                                 "choose hf, llamacpp or vllm")
     set_torch_threads(threads)
+    if "vllm" in vs:
+        return vs_vllm(workload, model, dtype, serial, repeat, vllm_python, vllm_url, json_out)
 
-    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens)
+    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens,
+                          device=device)
     runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
                                    page_size=config.page_size)
     tokenizer = runner.loaded_model.tokenizer
@@ -62,6 +74,28 @@ def rag(
     _print(result)
     write_json(result, json_out)
     write_plot(_plot, result, plot)
+
+
+def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repeat: int, vllm_python: Optional[str],
+            vllm_url: Optional[str], json_out: Optional[Path]) -> None:
+    import torch
+
+    from engine import load_model
+    from gateway.bench.http_peers import print_peers
+    from gateway.bench.rag.vllm_peer import run_vllm_comparison
+
+    if workload is None:
+        raise typer.BadParameter("--vs vllm needs --workload (a file whose requests carry chat messages)")
+    if not (vllm_python or vllm_url):
+        raise typer.BadParameter("--vs vllm needs --vllm-python PATH or --vllm-url URL")
+    loaded = load_model(model)
+    with progress_bars(len(json.loads(workload.read_text())["requests"])) as progress:
+        result = run_vllm_comparison(workload, loaded, dtype=dtype, num_threads=torch.get_num_threads(),
+                                     serial=serial, repeat=repeat, vllm_python=vllm_python, vllm_url=vllm_url,
+                                     progress=progress)
+    print_peers(f"bench rag over HTTP ({result['mode']}, {result['requests']} requests, {result['num_threads']} "
+                f"threads, median of {repeat})", result)
+    write_json(result, json_out)
 
 
 def _print(result: dict) -> None:

@@ -1,0 +1,66 @@
+"""Weight-only quantized linears on torch's own CPU kernels: int8 per output channel, int4 per group.
+
+    Int8WeightLinear   weight stored int8, one scale per output row; ``aten._weight_int8pack_mm``
+    Int4WeightLinear   weight stored 4-bit, one (scale, zero) pair per GROUP_SIZE inputs of a row;
+                       ``aten._weight_int4pack_mm_for_cpu`` over the weight packed once for it
+
+Only the weights are quantized: activations stay in the model dtype and each kernel accumulates in
+float32, so a row's result depends only on that row (both kernels loop over rows independently: a row
+gets the same bits in any batch; tests/unit/engine/kernels/test_quantized_linear.py checks it). What it
+costs in accuracy against the float32 model is what ``radixgate bench accuracy`` measures.
+
+Rounding. int8 is symmetric (scale = max |w| / 127, zero at 0). int4 is asymmetric per group: the
+group's [min, max] maps onto 0..15 and the kernel reconstructs ``(q - 8) * scale + zero``, so ``zero``
+is stored as ``min + 8 * scale``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+GROUP_SIZE = 32  # int4 inputs per (scale, zero) pair; the in_features of every int4 weight must divide by it
+INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
+
+
+def int4_applies(weight: torch.Tensor) -> bool:
+    """True where the int4 kernel takes this (out_features, in_features) weight."""
+    return weight.shape[1] % GROUP_SIZE == 0
+
+
+class Int8WeightLinear:
+    """x -> x @ (q * scale).T + bias with q int8 (out_features, in_features) and one scale per row."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        w = weight.float()
+        scales = w.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out_features,)
+        self.qweight = (w / scales[:, None]).round().clamp(-127, 127).to(torch.int8).contiguous()
+        self.scales = scales.to(weight.dtype)
+        self.bias = bias  # (out_features,) or None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.ops.aten._weight_int8pack_mm(x.contiguous(), self.qweight, self.scales)
+        return out if self.bias is None else out + self.bias
+
+
+class Int4WeightLinear:
+    """x -> x @ dequant(q).T + bias with q 4-bit (packed once) and a (scale, zero) pair per GROUP_SIZE inputs."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        out_features, in_features = weight.shape
+        if in_features % GROUP_SIZE:
+            raise ValueError(f"int4 needs in_features divisible by {GROUP_SIZE}, got {in_features}")
+        groups = weight.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
+        low, high = groups.amin(dim=-1), groups.amax(dim=-1)  # (out_features, num_groups)
+        scale = ((high - low) / 15).clamp(min=1e-12)
+        q = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
+        self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.view(out_features, in_features),
+                                                                         INNER_K_TILES)
+        zero = low + 8 * scale
+        # (num_groups, out_features, 2): the layout the kernel reads
+        self.scale_and_zero = torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous().to(weight.dtype)
+        self.bias = bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.ops.aten._weight_int4pack_mm_for_cpu(x.contiguous(), self.packed, GROUP_SIZE,
+                                                         self.scale_and_zero)
+        return out if self.bias is None else out + self.bias

@@ -1,0 +1,1 @@
+"""`radixgate bench accuracy`: how far each dtype / quantization is from the float32 model."""

@@ -1,0 +1,79 @@
+"""`radixgate bench accuracy`: each dtype and quantization against the float32 model, beside transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gateway.bench.output import write_json
+from gateway.bench.progress import progress_bars
+from gateway.bench.threads import THREADS_HELP, set_torch_threads
+
+
+def register(app: typer.Typer) -> None:
+    app.command("accuracy")(accuracy)
+
+
+def parse_list(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = sorted(set(items) - set(allowed))
+    if not items or unknown:
+        raise typer.BadParameter(f"{flag} takes a comma-separated subset of {', '.join(allowed)}; got {text!r}")
+    return items
+
+
+def accuracy(
+    dtype: str = typer.Option("float32,bfloat16", help="Comma-separated dtypes: float32, bfloat16."),
+    quantization: str = typer.Option("none,int8,int4", help="Comma-separated radixgate weight modes per dtype: "
+                                     "none, int8, int4 (transformers runs each dtype unquantized)."),
+    tokens: int = typer.Option(32, min=2, help="Greedy tokens per prompt (and teacher-forced positions)."),
+    num_prompts: int = typer.Option(0, "--prompts", min=0, help="Use the first N prompts of the set (0: all)."),
+    model: str = typer.Option("smollm2-135m", help="Model spec."),
+    device: str = typer.Option("cpu", help="cpu | cuda."),
+    threads: int = typer.Option(0, help=THREADS_HELP),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
+) -> None:
+    """Mean KL of next-token distributions from float32 transformers, and greedy agreement over the first
+    --tokens tokens, per dtype and quantization, on the built-in prompt set (gateway/bench/accuracy/prompts.py)."""
+    import torch
+
+    from engine import load_model
+    from gateway.bench.accuracy.prompts import PROMPTS
+    from gateway.bench.accuracy.run import run_accuracy
+
+    dtypes = [getattr(torch, name) for name in parse_list(dtype, ("float32", "bfloat16"), "--dtype")]
+    modes = parse_list(quantization, ("none", "int8", "int4"), "--quantization")
+    if device == "cuda":
+        modes = [m for m in modes if m == "none"]  # weight-only quantization is CPU-only
+    set_torch_threads(threads)
+    texts = PROMPTS[:num_prompts] if num_prompts else PROMPTS
+    loaded = load_model(model)
+    typer.echo(f"{loaded.model_id}: {len(texts)} prompts, {tokens} tokens each, {torch.get_num_threads()} threads")
+    with progress_bars(len(texts)) as progress:
+        result = run_accuracy(loaded, texts, num_tokens=tokens, dtypes=dtypes, quantizations=modes, device=device,
+                              progress=progress)
+    print_result(result)
+    write_json(result, json_out)
+    if not all(result["radixgate_no_further_than_transformers"].values()):
+        raise typer.Exit(1)
+
+
+def print_result(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"accuracy vs float32 transformers ({result['num_prompts']} prompts, "
+                        f"{result['num_tokens']} tokens)")
+    for column in ("engine", "dtype", "weights", "mean KL (nats)", "top-1 agree", "greedy agree", "all same"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        table.add_row(row["engine"], row["dtype"], row["quantization"], f"{row['mean_kl']:.5f}",
+                      f"{row['top1_agreement']:.1%}", f"{row['greedy_agreement']:.1%}", f"{row['greedy_exact']:.1%}")
+    console = Console()
+    console.print(table)
+    for dtype, ok in result["radixgate_no_further_than_transformers"].items():
+        verdict = "[green]ok[/green]" if ok else "[red]MISSED[/red]"
+        console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
+                      f"(KL within {result['kl_tolerance']:g} nats): {verdict}")

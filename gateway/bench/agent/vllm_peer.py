@@ -1,0 +1,69 @@
+"""`bench agent --vs vllm`: the agent workload over HTTP, `radixgate serve` (canonicalized) beside a vLLM CPU server.
+
+Both get every row's body streamed (gateway.bench.http_peers), ``concurrency`` in flight, greedy,
+the row's own max_tokens. radixgate runs under tenants created for the pass (cold caches). vLLM has
+no context field or tenants: a row's retrieved documents become a system message after the first
+one, as an application talking to vLLM would send them, its tools ride along with
+``tool_choice: "none"`` (the server runs without a tool parser), and its prefix cache is reset
+before the pass. Hit rate is token-weighted: sum(cached) / sum(prompt) of the usage each reports.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from gateway.bench.http_peers import HttpRun, agreement, replay_chat
+from gateway.bench.rag.vllm_peer import run_vllm_http
+
+RADIXGATE_EXTRAS = ("context", "canonicalize", "template")
+
+
+def vllm_body(body: dict) -> dict:
+    """The row's body as a plain OpenAI request: documents as a system message, tools not called."""
+    plain = {k: v for k, v in body.items() if k not in RADIXGATE_EXTRAS}
+    docs = body.get("context") or []
+    if docs:
+        text = "\n\n".join(d["text"] if isinstance(d, dict) else str(d) for d in docs)
+        messages = list(plain["messages"])
+        at = 1 if messages and messages[0].get("role") == "system" else 0
+        plain["messages"] = messages[:at] + [{"role": "system", "content": f"Retrieved documents:\n\n{text}"}] + messages[at:]
+    if plain.get("tools"):
+        plain["tool_choice"] = "none"
+    return plain
+
+
+def hit_rate(run: HttpRun) -> float:
+    prompt = sum(r.prompt_tokens for r in run.replies)
+    return sum(r.cached_tokens for r in run.replies) / prompt if prompt else 0.0
+
+
+def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads: int, concurrency: int,
+                      vllm_python: str | None, vllm_url: str | None, progress=None) -> dict:
+    from gateway.bench.agent.run import GatewayClient
+    from gateway.bench.server import ServerProcess
+
+    env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING",
+           "RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536"}
+    if dtype != "auto":
+        env["RADIXGATE_ENGINE__DTYPE"] = dtype
+    with ServerProcess(env=env) as server:
+        admin = GatewayClient(server.url, server.admin_key)
+        try:
+            warm_key = admin.create_tenant(f"warmup-{uuid.uuid4().hex[:6]}")
+            admin.chat(warm_key, {**rows[0]["body"], "max_tokens": 2})
+            tag = uuid.uuid4().hex[:6]
+            keys = {t: admin.create_tenant(f"{t}-{tag}") for t in dict.fromkeys(r["tenant"] for r in rows)}
+        finally:
+            admin.close()
+        ours = replay_chat("radixgate", server.url, [{"Authorization": f"Bearer {keys[r['tenant']]}"} for r in rows],
+                           [{**r["body"], "canonicalize": True} for r in rows], concurrency=concurrency,
+                           progress=progress)
+    theirs = run_vllm_http([vllm_body(r["body"]) for r in rows], python=vllm_python, url=vllm_url,
+                           model_dir=loaded_model.path, served_name=loaded_model.model_id, dtype=dtype,
+                           num_threads=num_threads, concurrency=concurrency, repeat=1, progress=progress)[0]
+    radixgate, vllm = ours.summary(), theirs.summary()
+    radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours))
+    vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs))
+    return {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads,
+            "peers": [radixgate, vllm], "answer_agreement": agreement(ours, theirs),
+            "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}

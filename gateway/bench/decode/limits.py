@@ -1,0 +1,86 @@
+"""The machine's ceilings for the decode bench: memory bandwidth (batch-1 decode) and matmul rate (prefill).
+
+Batch-1 decode reads every weight once per token, so its ceiling is bandwidth / weight bytes.
+Prefill computes ~2 FLOPs per weight per token, so its ceiling is the machine's dense matmul rate /
+(2 * linear weights). Both are measured here, in this process, with torch's current thread count:
+bandwidth as the best of a few full reads of a buffer far larger than the caches, the matmul rate as
+the best of a few large products in the model dtype. The bench prints its rates as fractions of them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+BANDWIDTH_BYTES = 512 * 1024 * 1024
+MATMUL_SIZE = 1024
+REPEATS = 3
+INT4_GROUP_SIZE = 32
+
+
+def memory_bandwidth_bytes_per_s() -> float:
+    """Best of REPEATS reads of a BANDWIDTH_BYTES float32 buffer (a sum touches every byte once)."""
+    buffer = torch.ones(BANDWIDTH_BYTES // 4)
+    buffer.sum()
+    best = float("inf")
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        buffer.sum()
+        best = min(best, time.perf_counter() - started)
+    return BANDWIDTH_BYTES / best
+
+
+def matmul_flops_per_s(dtype: torch.dtype) -> float:
+    """Best of REPEATS square MATMUL_SIZE products in ``dtype``: 2 n^3 FLOPs each."""
+    a = torch.randn(MATMUL_SIZE, MATMUL_SIZE).to(dtype)
+    b = torch.randn(MATMUL_SIZE, MATMUL_SIZE).to(dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - started)
+    return 2 * MATMUL_SIZE**3 / best
+
+
+def linear_weight_counts(shape) -> tuple[int, int]:
+    """(weights in the decoder layers' linears, weights in the LM head)."""
+    q_kv = (shape.num_heads + 2 * shape.num_kv_heads) * shape.head_dim
+    per_layer = (q_kv * shape.hidden_size + shape.hidden_size * shape.num_heads * shape.head_dim
+                 + 3 * shape.intermediate_size * shape.hidden_size)
+    return shape.num_layers * per_layer, shape.vocab_size * shape.hidden_size
+
+
+def bytes_per_weight(dtype: torch.dtype, quantization: str) -> float:
+    """Storage per weight: the dtype's size dense, 1 byte (+ a row scale) int8, half a byte plus a
+    (scale, zero) pair per INT4_GROUP_SIZE weights int4."""
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if quantization == "int8":
+        return 1.0
+    if quantization == "int4":
+        return 0.5 + 2 * itemsize / INT4_GROUP_SIZE
+    return float(itemsize)
+
+
+def decode_weight_bytes(shape, dtype: torch.dtype, quantization: str) -> float:
+    """Weight bytes one decode step reads (the LM head takes int8 when the layers take int4)."""
+    layers, head = linear_weight_counts(shape)
+    head_mode = "int8" if quantization == "int4" else quantization
+    return layers * bytes_per_weight(dtype, quantization) + head * bytes_per_weight(dtype, head_mode)
+
+
+def machine_limits(shape, dtype: torch.dtype, quantization: str) -> dict:
+    """The measured ceilings and what they allow this model: batch-1 decode and prefill tokens/s."""
+    bandwidth = memory_bandwidth_bytes_per_s()
+    flops = matmul_flops_per_s(dtype)
+    weight_bytes = decode_weight_bytes(shape, dtype, quantization)
+    layers, head = linear_weight_counts(shape)
+    return {
+        "memory_bandwidth_gb_s": bandwidth / 1e9,
+        "decode_weight_mb": weight_bytes / 1e6,
+        "batch1_decode_limit_tok_s": bandwidth / weight_bytes,
+        "matmul_gflop_s": flops / 1e9,
+        "prefill_limit_tok_s": flops / (2 * layers),  # prefill needs the LM head for the last token only
+        "head_weights": head,
+    }

@@ -1,0 +1,48 @@
+"""bench accuracy on a few prompts of its set: float32 radixgate is the float32 model, bfloat16 radixgate is
+no further from it than bfloat16 transformers, weight-only int8 is measured and moves the logits."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from gateway.bench.accuracy.prompts import PROMPTS
+from gateway.bench.accuracy.run import run_accuracy
+from gateway.bench.cli import app
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_prompt_set_has_at_least_fifty_distinct_prompts():
+    assert len(set(PROMPTS)) == len(PROMPTS) >= 50
+
+
+def test_each_dtype_is_no_further_from_float32_than_transformers(smollm):
+    result = run_accuracy(smollm, PROMPTS[:2], num_tokens=4, dtypes=(torch.float32, torch.bfloat16),
+                          quantizations=("none", "int8"))
+    rows = {(r["engine"], r["dtype"], r["quantization"]): r for r in result["rows"]}
+    assert set(rows) == {("transformers", d, "none") for d in ("float32", "bfloat16")} | {
+        ("radixgate", d, q) for d in ("float32", "bfloat16") for q in ("none", "int8")}
+    exact = rows["radixgate", "float32", "none"]
+    assert exact["mean_kl"] < result["kl_tolerance"] and exact["greedy_agreement"] == exact["top1_agreement"] == 1.0
+    assert rows["transformers", "float32", "none"]["greedy_exact"] == 1.0  # the reference against itself
+    assert result["radixgate_no_further_than_transformers"] == {"float32": True, "bfloat16": True}
+    assert rows["radixgate", "float32", "int8"]["mean_kl"] > exact["mean_kl"]  # quantized weights move the logits
+    assert all(0.0 <= r["greedy_agreement"] <= 1.0 and r["mean_kl"] >= 0.0 for r in rows.values())
+
+
+def test_the_command_prints_the_table_and_writes_json(tmp_path):
+    out = tmp_path / "accuracy.json"
+    result = CliRunner().invoke(app, ["accuracy", "--prompts", "2", "--tokens", "2", "--dtype", "float32",
+                                      "--quantization", "none,int4", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "mean KL" in result.output and "no further from float32" in result.output
+    written = json.loads(out.read_text())
+    assert written["num_prompts"] == 2 and written["num_tokens"] == 2
+    assert {r["quantization"] for r in written["rows"] if r["engine"] == "radixgate"} == {"none", "int4"}
+
+
+def test_the_command_refuses_unknown_modes():
+    result = CliRunner().invoke(app, ["accuracy", "--quantization", "int3"])
+    assert result.exit_code != 0 and "--quantization" in result.output

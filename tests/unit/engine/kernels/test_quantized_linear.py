@@ -1,0 +1,87 @@
+"""Weight-only int8/int4 linears: close to the dense product, a row's bits independent of its batch,
+and "auto" takes a quantized mode only where the probe times it clearly faster."""
+
+import pytest
+import torch
+
+import engine.kernels.cpu.quant_probe as probe
+from engine.kernels import choose_dtype, choose_quantization, make_linear
+from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear
+from engine.runner import resolve_quantization
+
+CPU = torch.device("cpu")
+# relative error of the product (Frobenius norm) that each mode's rounding allows on Gaussian weights
+MAX_RELATIVE_ERROR = {"int8": 0.02, "int4": 0.15}
+
+
+def gaussian(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_quantized_product_stays_close_to_the_dense_one(mode, dtype):
+    weight, bias, x = gaussian(192, 128) / 10, gaussian(192, seed=1), gaussian(7, 128, seed=2)
+    linear = make_linear(weight.to(dtype), bias.to(dtype), quantization=mode)
+    expected = x @ weight.T + bias
+    got = linear(x.to(dtype)).float()
+    assert got.shape == (7, 192) and got.dtype == torch.float32
+    assert (got - expected).norm() / expected.norm() < MAX_RELATIVE_ERROR[mode]
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_a_rows_result_does_not_depend_on_its_batch(mode):
+    linear = make_linear(gaussian(256, 64) / 8, quantization=mode)
+    x = gaussian(33, 64, seed=3)
+    together = linear(x)
+    alone = torch.cat([linear(x[i : i + 1]) for i in range(x.shape[0])])
+    assert torch.equal(together, alone)
+
+
+def test_make_linear_picks_the_kernel_per_mode_and_falls_back_to_int8_for_odd_widths():
+    assert isinstance(make_linear(gaussian(64, 64), quantization="int8"), Int8WeightLinear)
+    assert isinstance(make_linear(gaussian(64, 64), quantization="int4"), Int4WeightLinear)
+    assert isinstance(make_linear(gaussian(64, 48), quantization="int4"), Int8WeightLinear)  # 48 % 32 != 0
+
+
+def test_unknown_modes_and_non_cpu_weights_are_refused():
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        make_linear(gaussian(8, 8), quantization="int3")
+    with pytest.raises(ValueError, match="CPU only"):
+        make_linear(torch.empty(8, 8, device="meta"), quantization="int8")
+    with pytest.raises(ValueError, match="unknown quantization"):
+        resolve_quantization("fp8", torch.float32, CPU)
+
+
+@pytest.fixture
+def fresh_verdict():
+    probe.measured_cpu_quantization.cache_clear()
+    yield
+    probe.measured_cpu_quantization.cache_clear()
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    ({"none": 1.0, "int8": 0.5, "int4": 0.7}, "int8"),
+    ({"none": 1.0, "int8": 0.9, "int4": 0.4}, "int4"),
+    ({"none": 1.0, "int8": 0.9, "int4": 0.95}, "none"),  # no mode wins by MIN_SPEEDUP
+    ({"none": 1.0, "int8": 4.0, "int4": 3.0}, "none"),
+])
+def test_auto_takes_the_fastest_mode_only_when_it_clearly_wins(monkeypatch, fresh_verdict, seconds, expected):
+    monkeypatch.setattr(probe, "probe_seconds", lambda mode, dtype: seconds[mode])
+    assert resolve_quantization("auto", torch.float32, CPU) == expected
+    assert resolve_quantization(None, torch.float32, CPU) == "none"
+
+
+def test_preferring_accuracy_means_the_float32_model_and_times_nothing(monkeypatch, fresh_verdict):
+    def never(*args):
+        raise AssertionError("nothing may be timed when accuracy is preferred")
+
+    monkeypatch.setattr(probe, "probe_seconds", never)
+    assert choose_dtype(CPU, prefer="accuracy") == torch.float32
+    assert choose_quantization(torch.float32, CPU, prefer="accuracy") == "none"
+    with pytest.raises(ValueError, match="prefer must be one of"):
+        choose_dtype(CPU, prefer="fast")
+
+
+def test_the_real_probe_returns_a_mode(fresh_verdict):
+    assert choose_quantization(torch.float32, CPU) in ("none", "int8", "int4")
