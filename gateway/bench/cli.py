@@ -7,6 +7,7 @@ so the owners of different benchmarks never edit the same file.
 import typer
 
 from gateway.bench.agent import command as agent
+from gateway.bench.cluster import command as cluster
 from gateway.bench.decode import command as decode
 from gateway.bench.hostile import command as hostile
 from gateway.bench.policy import command as policy
@@ -16,5 +17,5 @@ from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, decode, stats, structured, hostile):
+for bench in (radix, agent, rag, policy, decode, stats, structured, hostile, cluster):
     bench.register(app)

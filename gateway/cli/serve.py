@@ -35,9 +35,15 @@ def serve(
     config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="TOML or YAML settings file."),
     with_dashboard: bool = typer.Option(False, "--with-dashboard", help="Also start the Streamlit dashboard."),
     dashboard_port: int = typer.Option(None, "--dashboard-port", help="Dashboard port (default 8501)."),
+    no_engine: bool = typer.Option(False, "--no-engine", help="Edge gateway: no embedded engine, only the remotes "
+                                   "of the config (their tokenizer from remote_tokenizer or the model's files)."),
+    routing: str = typer.Option(None, "--routing", help="How requests spread over remotes: affinity (default), "
+                                "random, round_robin or least_load."),
 ) -> None:
-    """Serve the gateway with the embedded engine: migrate the database, load the model, then run uvicorn."""
-    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model)
+    """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
+    migrate the database, load the model, then run uvicorn."""
+    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
+                             model=model, no_engine=no_engine, routing=routing)
     configure_logging(settings.log_level)
     import uvicorn
 
@@ -116,13 +122,18 @@ def dashboard(
         stop_process(process)
 
 
-def load_settings(*, model: str | None = None, **overrides: Any):
+def load_settings(*, model: str | None = None, no_engine: bool = False, routing: str | None = None, **overrides: Any):
     """Settings with only the flags the user gave overriding env / config file / defaults."""
     from gateway.settings import Settings
 
     values = {k: v for k, v in overrides.items() if v is not None}
-    if model is not None:
-        values["engine"] = {"model": model}
+    engine = {"model": model} if model is not None else {}
+    if no_engine:
+        engine["enabled"] = False
+    if engine:
+        values["engine"] = engine
+    if routing is not None:
+        values["routing"] = {"mode": routing}
     return Settings(**values)
 
 
