@@ -24,7 +24,7 @@ def invoke(*args: str):
 
 def test_db_commands_upgrade_report_and_downgrade(db_url):  # noqa: F811
     assert invoke("db", "current", "--db", db_url).strip() == "base"
-    assert "at revision 0005" in invoke("db", "upgrade", "--db", db_url)
+    assert "at revision 0009" in invoke("db", "upgrade", "--db", db_url)
     assert invoke("db", "current", "--db", db_url).strip() == "0009"
     assert "at revision base" in invoke("db", "downgrade", "base", "--db", db_url)
     assert migrate.current(db_url) is None
