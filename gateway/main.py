@@ -178,7 +178,7 @@ def start_monitor(gw: GatewayState) -> None:
         return
     from gateway.routing.monitor import HealthMonitor
 
-    task = asyncio.get_running_loop().create_task(HealthMonitor(gw.router, interval_s).run(), name="remote-health")
+    task = asyncio.get_running_loop().create_task(HealthMonitor(gw.router, interval_s, gw.settings.routing.health_timeout_s).run(), name="remote-health")
     gw.background_tasks.add(task)
     task.add_done_callback(gw.background_tasks.discard)
 

@@ -122,6 +122,7 @@ class RoutingSettings(BaseModel):
     epsilon: float = 0.5  # bounded load: a node takes a key while its load < (1 + epsilon) * mean
     overload_tokens: int = 0  # a node reporting more queued + running tokens is skipped (0: no threshold)
     health_interval_s: float = 2.0  # active health and load checks of each remote (0: passive only)
+    health_timeout_s: float = 5.0  # an active check slower than this marks the remote down
     affinity_keys: int = 100_000  # prefix keys the router remembers a node for (LRU)
     index_tokens_per_tenant: int = 200_000  # the router's own index of what it sent where, per node and domain
 

@@ -26,7 +26,7 @@ log = logging.getLogger("gateway.routing")
 
 
 class HealthMonitor:
-    def __init__(self, router: Router, interval_s: float, timeout_s: float = 2.0) -> None:
+    def __init__(self, router: Router, interval_s: float, timeout_s: float = 5.0) -> None:
         self.router = router
         self.interval_s = interval_s
         self.timeout_s = timeout_s
