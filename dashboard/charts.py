@@ -34,6 +34,29 @@ def hit_rate_comparison(overview: pd.DataFrame) -> alt.Chart:
     )
 
 
+ROUTING_LABELS = {"available_hit_rate": "Available", "routed_hit_rate": "Routed (predicted)",
+                  "delivered_hit_rate": "Delivered"}
+
+
+def routing_comparison(routing: pd.DataFrame) -> alt.Chart:
+    """Per tenant behind an edge router: available vs routed vs delivered hit rate."""
+    long = routing.melt(id_vars=["tenant"], value_vars=list(ROUTING_LABELS), var_name="rate", value_name="value")
+    long["rate"] = long["rate"].map(ROUTING_LABELS)
+    order = list(ROUTING_LABELS.values())
+    return (
+        alt.Chart(long.dropna())
+        .mark_bar()
+        .encode(
+            x=alt.X("tenant:N", title=None, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("rate:N", sort=order),
+            y=alt.Y("value:Q", title="Hit rate (token-weighted)", axis=PERCENT, scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("rate:N", sort=order, title=None, legend=alt.Legend(orient="top")),
+            tooltip=["tenant", "rate", alt.Tooltip("value:Q", format=".1%")],
+        )
+        .properties(height=240)
+    )
+
+
 def hit_rate_timeseries(series: pd.DataFrame, color: str = "tenant") -> alt.VConcatChart:
     """Hit rate per time bucket, one line per `color` value, with a brush strip below as range picker."""
     brush = alt.selection_interval(encodings=["x"])

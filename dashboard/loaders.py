@@ -85,6 +85,15 @@ def load_overview(url: str, since: datetime | None, until: datetime | None) -> p
 
 
 @st.cache_data(ttl=TTL_S)
+def load_routing(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
+    """Per tenant an edge router served: available vs routed (predicted) vs delivered hit rate."""
+    from gateway.db import fleet_queries
+
+    with session_factory(url)() as session:
+        return pd.DataFrame(fleet_queries.routing_by_tenant(session, since, until))
+
+
+@st.cache_data(ttl=TTL_S)
 def load_series(
     url: str, group: str, tenant_id: int | None, since: datetime | None, until: datetime | None, bucket: str
 ) -> pd.DataFrame:

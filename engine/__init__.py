@@ -27,7 +27,7 @@ from engine.grammar.state import GrammarState
 from engine.kv_pool import KVPool
 from engine.models.llama import ModelShape
 from engine.models.loader import ALIASES as MODEL_ALIASES
-from engine.models.loader import LoadedModel, load_model, locate_alias
+from engine.models.loader import LoadedModel, load_model, locate_alias, resolve_model_dir
 from engine.radix_cache import RadixCache
 from engine.runner import ModelRunner, resolve_device, resolve_dtype
 from engine.sampler import Sampler
@@ -47,6 +47,7 @@ __all__ = [
     # for benches and tools that drive the model runner directly
     "load_model",
     "locate_alias",
+    "resolve_model_dir",  # a model spec's local HF directory (an edge gateway reads its tokenizer there)
     "MODEL_ALIASES",
     "LoadedModel",
     "ModelShape",

@@ -100,7 +100,7 @@ def from_exception(exc: Exception) -> ApiError:
     from engine import (EngineOverloadedError, GrammarError, PinCapacityError, PromptTooLongError, QueueTimeoutError,
                         QuotaExceededError)
     from gateway.prompt_templates import TemplateError, TemplateNotFound
-    from gateway.routing.base import BackendUnavailableError
+    from gateway.routing.base import BackendStreamError, BackendUnavailableError
 
     if isinstance(exc, ApiError):
         return exc
@@ -121,10 +121,12 @@ def from_exception(exc: Exception) -> ApiError:
         return bad_request(f"Unknown template: {exc.args[0] if exc.args else exc}", "template", "template_not_found")
     if isinstance(exc, TemplateError):
         return bad_request(f"Template error: {exc}", "template", "template_error")
-    if isinstance(exc, BackendUnavailableError):
+    if isinstance(exc, BackendUnavailableError):  # its message is ours (routing/base.py), never upstream text
         return service_unavailable(f"No backend could take the request: {exc}")
     if is_database_unavailable(exc):
         return database_unavailable()
+    if isinstance(exc, BackendStreamError):
+        return ApiError(502, str(exc), "server_error", "backend_stream_failed")
     return ApiError(500, "Internal server error.", "server_error", "internal_error")
 
 

@@ -63,9 +63,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
 
 def include_routers(app: FastAPI) -> None:
-    from gateway.routes import admin, canonicalize, chat, metrics, models, pins, responses, stats, templates
+    from gateway.routes import admin, canonicalize, chat, fleet, metrics, models, pins, responses, stats, templates
 
-    for module in (chat, responses, models, canonicalize, stats, metrics, admin, templates, pins):
+    for module in (chat, responses, models, canonicalize, stats, metrics, admin, templates, pins, fleet):
         app.include_router(module.router)
 
     @app.get("/healthz", include_in_schema=False)
@@ -88,8 +88,10 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     gw.auth_cache = AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s)
     gw.admin_key_generated = admin_keys.bootstrap_admin_key(session_factory, settings)
     gw.engine = engine if engine is not None else await start_engine(settings)
+    gw.prompt_model = await asyncio.to_thread(prompt_model_for, gw)
     build_services(gw)
     gw.router = build_backends(gw)
+    start_monitor(gw)
     if settings.rewarm_pins and gw.engine is not None:
         start_rewarm(gw)
     log.info(
@@ -120,6 +122,15 @@ def load_engine(settings: Settings) -> Engine | None:
     return engine
 
 
+def prompt_model_for(gw: GatewayState):
+    """The engine's tokenizer and context; with no engine but remotes, the remotes' model files."""
+    from gateway.routing import prompt_model
+
+    if gw.engine is not None:
+        return prompt_model.from_engine(gw.engine)
+    return prompt_model.load_prompt_model(gw.settings) if gw.settings.remotes else None
+
+
 def build_services(gw: GatewayState) -> None:
     from gateway.db.log_writer import LogWriter
     from gateway.insight.metrics import Metrics
@@ -135,13 +146,13 @@ def build_services(gw: GatewayState) -> None:
         spool=make_spool(settings),
     )
     gw.log_writer.start()
-    page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
+    page_size = gw.prompt_model.page_size if gw.prompt_model is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
     if settings.canonical_shadow:
         from gateway.insight.counterfactual import CanonicalShadow
 
         index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-        gw.canonical_shadow = CanonicalShadow(index, gw.engine.tokenizer if gw.engine is not None else None)
+        gw.canonical_shadow = CanonicalShadow(index, gw.prompt_model.tokenizer if gw.prompt_model is not None else None)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
         from gateway.db.engine_snapshots import EngineSnapshotter
@@ -181,7 +192,22 @@ def build_backends(gw: GatewayState) -> Router | None:
     if embedded is None and not gw.settings.remotes:
         log.warning("no embedded engine and no remotes: chat requests will get 503")
         return None
-    return build_router(gw.settings, embedded)
+    from gateway.routing.salt import CacheSalter
+
+    salter = CacheSalter.from_settings(gw.settings) if gw.settings.remotes else None
+    return build_router(gw.settings, embedded, salter=salter)
+
+
+def start_monitor(gw: GatewayState) -> None:
+    """Active health and load checks of the remotes (routing/monitor.py), cancelled by close_state."""
+    interval_s = gw.settings.routing.health_interval_s
+    if gw.router is None or not gw.router.remotes or interval_s <= 0:
+        return
+    from gateway.routing.monitor import HealthMonitor
+
+    task = asyncio.get_running_loop().create_task(HealthMonitor(gw.router, interval_s, gw.settings.routing.health_timeout_s).run(), name="remote-health")
+    gw.background_tasks.add(task)
+    task.add_done_callback(gw.background_tasks.discard)
 
 
 def start_rewarm(gw: GatewayState) -> None:

@@ -93,17 +93,48 @@ class LimitSettings(BaseModel):
         )
 
 
+REMOTE_KINDS = ("radixgate", "vllm", "sglang", "openai")
+
+
 class RemoteSettings(BaseModel):
-    """One remote OpenAI-compatible engine reached through litellm (SGLang, vLLM, another radixgate)."""
+    """One remote OpenAI-compatible engine reached through litellm (SGLang, vLLM, another radixgate).
+
+    `kind` decides what the gateway may ask of it: radixgate, vLLM and SGLang take a `cache_salt`
+    (the gateway's per-tenant salt, gateway/routing/salt.py) and report load on an endpoint of their
+    own; a plain "openai" upstream gets neither. Its `cached_tokens` are trusted (logged) only
+    when the remote keeps tenants apart: it takes the salt, or `report_cached_tokens` says so."""
 
     name: str
     model: str
     api_base: str
     api_key: SecretStr | None = None
     weight: float = 1.0
-    # True only when the remote keeps each caller in its own cache domain (e.g. a radixgate tenant
-    # key no one else uses); otherwise its cached_tokens would leak across tenants, so we report 0.
+    kind: str = Field(default="openai", pattern="^(radixgate|vllm|sglang|openai)$")
+    cache_salt: bool | None = None  # None: by kind (every kind but "openai" takes one)
+    # True: the remote keeps each caller in its own cache domain although it takes no salt (e.g. a
+    # radixgate reached with a key no one else uses); otherwise its cached_tokens are "unknown".
     report_cached_tokens: bool = False
+    timeout_s: float = 600.0  # the whole request (connect, queue, prefill, decode)
+    connect_timeout_s: float = 5.0
+    cooldown_s: float = 10.0  # out of rotation after a failure; then one half-open probe request
+    health_path: str | None = None  # None: by kind ("/healthz" for radixgate, "/health" otherwise)
+    load_path: str | None = None  # None: by kind ("/v1/load" for radixgate, "/metrics" for vLLM/SGLang)
+
+    @property
+    def takes_cache_salt(self) -> bool:
+        return self.kind != "openai" if self.cache_salt is None else self.cache_salt
+
+
+class RoutingSettings(BaseModel):
+    """How the router spreads requests over several backends (gateway/routing/policy.py)."""
+
+    mode: str = Field(default="affinity", pattern="^(affinity|random|round_robin|least_load)$")
+    epsilon: float = 0.5  # bounded load: a node takes a key while its load < (1 + epsilon) * mean
+    overload_tokens: int = 0  # a node reporting more queued + running tokens is skipped (0: no threshold)
+    health_interval_s: float = 2.0  # active health and load checks of each remote (0: passive only)
+    health_timeout_s: float = 5.0  # an active check slower than this marks the remote down
+    affinity_keys: int = 100_000  # prefix keys the router remembers a node for (LRU)
+    index_tokens_per_tenant: int = 200_000  # the router's own index of what it sent where, per node and domain
 
 
 class Settings(BaseSettings):
@@ -147,6 +178,12 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     remotes: list[RemoteSettings] = Field(default_factory=list)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    # the tokenizer and chat format of the remotes' model with no embedded engine: a local HF
+    # directory or a model spec as engine.model takes (None: engine.model, e.g. the default model's cache)
+    remote_tokenizer: str | None = None
+    remote_max_context: int | None = None  # None: the model config's max_position_embeddings
+    cache_salt_secret: SecretStr | None = None  # HMAC key of tenants' cache salts (None: derived from admin_key)
 
     @classmethod
     def settings_customise_sources(

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gateway.routing.load import LoadTracker
 from gateway.tenants.limits import TenantLimits
 from gateway.tenants.rate_limits import RateLimiter
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from gateway.pins.service import PinBook
     from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.base import BackendRouter
+    from gateway.routing.prompt_model import PromptModel
     from gateway.settings import Settings
     from gateway.tenants.auth_cache import AuthCache
 
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
 class GatewayState:
     """The app's long-lived parts.
 
-    `engine` is None when the embedded engine is disabled (remote-only), and so are
+    `engine` is None when the embedded engine is disabled (remote-only; `prompt_model` then comes from
+    the remotes' model files, routing/prompt_model.py), and so are
     `snapshotter` (it samples the embedded engine) and, with no remotes either, `router`.
     The lifespan fills `templates`, `log_writer`, `shadow`, `metrics`, `miss_attributor`
     and `auth_cache` before the app serves; they are None only in a state a test builds
@@ -56,11 +59,13 @@ class GatewayState:
     miss_attributor: MissAttributor | None = None
     snapshotter: EngineSnapshotter | None = None
     router: BackendRouter | None = None
+    prompt_model: PromptModel | None = None  # tokenizer and context: the engine's, or the remotes' model files
     pins: PinBook | None = None
     auth_cache: AuthCache | None = None  # None: every request reads the database
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
     admin_key_generated: str | None = None
+    in_flight: LoadTracker = field(default_factory=LoadTracker)  # admitted, unfinished chats (GET /v1/load)
     started_at: int = field(default_factory=lambda: int(time.time()))
     background_tasks: set[asyncio.Task] = field(default_factory=set)
 

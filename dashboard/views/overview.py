@@ -44,6 +44,13 @@ with st.expander("What do these rates mean?"):
         "window's completed requests (model: prefill time ~ uncached tokens)."
     )
 
+routing = loaders.load_routing(url, window.since, window.until)
+if not routing.empty:  # only where an edge gateway routed requests to remote nodes
+    st.subheader("Fleet routing: available vs routed vs delivered")
+    st.altair_chart(charts.routing_comparison(routing), width="stretch")
+    st.caption("Available: the canonical shadow's hit. Routed: the hit the router predicted on the node it chose "
+               "(its own index of what it sent where). Delivered: the nodes' own cached tokens.")
+
 st.subheader("Hit rate over time")
 series = loaders.load_series(url, "tenant", None, window.since, window.until, window.bucket)
 st.altair_chart(charts.hit_rate_timeseries(series, color="tenant"), width="stretch")

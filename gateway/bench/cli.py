@@ -8,6 +8,7 @@ import typer
 
 from gateway.bench.accuracy import command as accuracy
 from gateway.bench.agent import command as agent
+from gateway.bench.cluster import command as cluster
 from gateway.bench.decode import command as decode
 from gateway.bench.fairness import command as fairness
 from gateway.bench.hostile import command as hostile
@@ -19,5 +20,5 @@ from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy):
+for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy, cluster):
     bench.register(app)

@@ -29,12 +29,13 @@ class ServerProcess:
     Use as a context manager: entering starts the server and waits for /healthz; leaving stops it.
     `env` adds RADIXGATE_* settings (e.g. {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536"}).
     `command` replaces the default launcher (this interpreter running gateway.cli), e.g. the installed
-    `radixgate` console script; `serve` is appended either way.
+    `radixgate` console script; `serve` and then `args` (e.g. ["--no-engine"]) are appended either way.
+    `stop` then `start` again restarts it on the same port, database and admin key; `kill` is SIGKILL.
     """
 
     def __init__(
         self, *, env: dict[str, str] | None = None, workdir: str | Path | None = None,
-        command: Sequence[str] | None = None,
+        command: Sequence[str] | None = None, args: Sequence[str] = (),
     ) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="radixgate-server-") if workdir is None else None
         self.workdir = Path(workdir or self._tmp.name)
@@ -50,11 +51,11 @@ class ServerProcess:
             "RADIXGATE_PORT": str(self.port),
             **(env or {}),
         }
-        self.command = list(command or [sys.executable, "-c", "from gateway.cli import app; app()"]) + ["serve"]
+        self.command = list(command or [sys.executable, "-c", "from gateway.cli import app; app()"]) + ["serve", *args]
         self._process: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> ServerProcess:
-        with open(self.log_path, "w") as log_file:
+        with open(self.log_path, "a") as log_file:
             self._process = subprocess.Popen(
                 self.command, env=self.env, cwd=self.workdir, stdout=log_file, stderr=subprocess.STDOUT
             )
@@ -99,6 +100,17 @@ class ServerProcess:
                 self._process.kill()
                 self._process.wait()
         self._process = None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (no drain, no lifespan shutdown)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._process = None
+
+    @property
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     def __enter__(self) -> ServerProcess:
         return self.start()

@@ -7,7 +7,8 @@ It is pure CPU work on its inputs (no engine, no database), so the chat
 service runs it in a worker thread.
 
 `prepare_for_tenant` gathers those inputs for one tenant on this gateway (the
-template registry, the embedded engine's tokenizer and context length, the
+template registry, the model's tokenizer and context length (`gw.prompt_model`: the embedded
+engine's, or on an edge the remotes' model files), the
 tenant's dynamic rules and, loaded by the caller with `load_tenant_template`,
 its own template version). Chat completions and the /v1/canonicalize preview
 both prepare through it, so a preview is exactly what a chat would send.
@@ -84,19 +85,19 @@ def prepare_for_tenant(
     """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules,
     after the body's limits (request_limits.py) are checked."""
     check_request_limits(body, gw.settings.limits)
-    engine = gw.engine
+    model = gw.prompt_model
     prepared = prepare_request(
         body,
         templates=gw.templates,
-        tokenizer=engine.tokenizer,
+        tokenizer=model.tokenizer,
         model_id=model_id,
-        max_context=engine.max_context,
+        max_context=model.max_context,
         default_max_tokens=gw.settings.default_max_tokens,
         tenant_template=tenant_template,
         rules=rules_for(tenant),
     )
-    if prepared.params.grammar is not None:
-        engine.compile_grammar(prepared.params.grammar)  # here, in the worker thread; GrammarError -> 400
+    if prepared.params.grammar is not None and gw.engine is not None:  # remotes enforce their own
+        gw.engine.compile_grammar(prepared.params.grammar)  # here, in the worker thread; GrammarError -> 400
     weight = gw.settings.engine.tenant_weights.get(tenant.name, 1.0)
     params = replace(prepared.params, tenant=f"tenant-{tenant.id}", tenant_weight=weight,
                      queue_timeout_s=body.queue_timeout_s)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 from gateway.chat.schemas import Usage, make_usage
 from gateway.errors import from_exception, too_many_requests
 from gateway.routing.base import BackendChunk, BackendUsage
+from gateway.routing.load import LOCAL_LOAD, LoadTracker
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -80,6 +81,8 @@ class ChatRun:
     rate_state: RateLimitState | None = None  # after charge_rate_limits: what the x-ratelimit-* headers say
     num_tokens_charged: int = 0
     _holds_slot: bool = False
+    _load: LoadTracker | None = None  # this gateway's queued + running tokens (GET /v1/load), while counted
+    _load_tokens: int = 0
     _stream: AsyncIterator[BackendChunk] | None = None
     _pending: BackendChunk | None = None
     _watcher: asyncio.Task | None = None
@@ -131,6 +134,11 @@ class ChatRun:
         names = frozenset((tool.get("function") or {}).get("name") for tool in self.body.tools or ())
         return ToolCallDetector(is_enabled=self.wants_tool_calls, tool_names=names)
 
+    def count_load(self, tracker: LoadTracker) -> None:
+        """Count the prepared prompt in this gateway's in-flight load until `finish`."""
+        self._load, self._load_tokens = tracker, self.prepared.num_prompt_tokens
+        tracker.begin(LOCAL_LOAD, self._load_tokens)
+
     def open(self, backend: Backend, request: Request | None) -> None:
         """Start the backend stream and a watcher that aborts it if the client disconnects."""
         prepared = self.prepared
@@ -178,7 +186,13 @@ class ChatRun:
         if usage is None:
             prompt = self.prepared.num_prompt_tokens if self.prepared else 0
             return make_usage(prompt, 0, self.num_completion_tokens)
-        return make_usage(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens)
+        return make_usage(usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens)
+
+    def delivered_cached_tokens(self) -> int | None:
+        """The backend's cached tokens for the log: None when unknown (a remote that reports none)."""
+        if self.usage is None:
+            return 0 if self.prepared is None or self.status != "ok" else None
+        return self.usage.cached_tokens
 
     def ttft_ms(self) -> float | None:
         if self.usage is not None and self.usage.ttft_s is not None:
@@ -211,6 +225,9 @@ class ChatRun:
             usage = self.api_usage()
             self.rate_limiter.settle(self.caller.tenant.id, self.num_tokens_charged,
                                      usage.prompt_tokens + usage.completion_tokens)
+        if self._load is not None:
+            self._load.end(LOCAL_LOAD, self._load_tokens)
+            self._load = None
         self.recorder.record(self)
 
     def _close_stream(self) -> None:

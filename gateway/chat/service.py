@@ -76,16 +76,17 @@ async def start_chat(
     run = new_run(gw, caller, body, request_id)
     run.admit()
     try:
-        if gw.router is None or gw.engine is None:
+        if gw.router is None or gw.prompt_model is None:
             raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
         tenant = caller.tenant
         run.model_id = resolve_model(gw, body.model)
         run.prepared = await asyncio.to_thread(prepare_in_thread, gw, run)
         run.charge_rate_limits()
-        run.namespace = cache_namespace(tenant.id, tenant.cache_group, run.model_id)
+        run.count_load(gw.in_flight)
+        run.namespace = salted_namespace(cache_namespace(tenant.id, tenant.cache_group, run.model_id), body)
         run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
         run.counterfactual = observe_canonical(gw, run)
-        backend = gw.router.pick(run.prepared.prompt, run.namespace)
+        backend = gw.router.pick(run.prepared.prompt, run.namespace, body.prompt_cache_key)
         run.open(backend, request)
         await run.prefetch()
     except BaseException as exc:
@@ -98,6 +99,13 @@ async def start_chat(
             raise api_error from exc
         raise
     return run
+
+
+def salted_namespace(namespace: str, body: ChatCompletionRequest) -> str:
+    """The caller's namespace, split further by the body's `cache_salt` (vLLM's field; an edge gateway
+    sends its tenants' salts). A salt only partitions the caller's own cache, never joins another's."""
+    salt = (body.model_extra or {}).get("cache_salt")
+    return f"{namespace}|salt:{salt}" if isinstance(salt, str) and salt else namespace
 
 
 def prepare_in_thread(gw: GatewayState, run: ChatRun) -> PreparedRequest:
@@ -120,7 +128,7 @@ def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures
 
     def render():
         own = load_tenant_template(gw.session_factory, tenant_id, name) if name else None
-        return render_canonical(gw.templates, prepared.sections, shadow.tokenizer or gw.engine.tokenizer, name, own)
+        return render_canonical(gw.templates, prepared.sections, shadow.tokenizer or gw.prompt_model.tokenizer, name, own)
 
     return shadow.observe_later(run.namespace, render)
 

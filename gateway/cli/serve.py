@@ -39,10 +39,16 @@ def serve(
                                "prefix first within one), lpm, dfs-weight or fcfs."),
     max_queue_wait_s: float = typer.Option(None, "--max-queue-wait-s", help="Longest a request may wait before it is "
                                            "first scheduled (default 60); past it the client gets 503 + Retry-After."),
+    no_engine: bool = typer.Option(False, "--no-engine", help="Edge gateway: no embedded engine, only the remotes "
+                                   "of the config (their tokenizer from remote_tokenizer or the model's files)."),
+    routing: str = typer.Option(None, "--routing", help="How requests spread over remotes: affinity (default), "
+                                "random, round_robin or least_load."),
 ) -> None:
-    """Serve the gateway with the embedded engine: migrate the database, load the model, then run uvicorn."""
-    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model,
-                             engine={"policy": policy, "max_queue_wait_s": max_queue_wait_s})
+    """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
+    migrate the database, load the model, then run uvicorn."""
+    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
+                             model=model, engine={"policy": policy, "max_queue_wait_s": max_queue_wait_s},
+                             no_engine=no_engine, routing=routing)
     configure_logging(settings.log_level)
     import uvicorn
 
@@ -124,7 +130,8 @@ def dashboard(
         stop_process(process)
 
 
-def load_settings(*, model: str | None = None, engine: dict[str, Any] | None = None, **overrides: Any):
+def load_settings(*, model: str | None = None, engine: dict[str, Any] | None = None, no_engine: bool = False,
+                  routing: str | None = None, **overrides: Any):
     """Settings with only the flags the user gave overriding env / config file / defaults (`engine`: engine flags)."""
     from gateway.settings import Settings
 
@@ -132,8 +139,12 @@ def load_settings(*, model: str | None = None, engine: dict[str, Any] | None = N
     engine_values = {k: v for k, v in (engine or {}).items() if v is not None}
     if model is not None:
         engine_values["model"] = model
+    if no_engine:
+        engine_values["enabled"] = False
     if engine_values:
         values["engine"] = engine_values
+    if routing is not None:
+        values["routing"] = {"mode": routing}
     return Settings(**values)
 
 

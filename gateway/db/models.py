@@ -209,7 +209,11 @@ class RequestLog(Base):
     canonicalized: Mapped[bool] = mapped_column(Boolean, default=True)
     dynamic_patterns: Mapped[str | None] = mapped_column(String(512))  # comma list of rule names
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # None: unknown (a remote that reports none, or whose cache is not tenant-private; routing/remote.py)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer, default=0)
+    # the router's predicted hit on the node it chose (routing/route_index.py); None: not routed
+    predicted_cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    failovers: Mapped[int | None] = mapped_column(Integer)  # nodes that failed before their first output
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     shadow_cached_tokens: Mapped[int | None] = mapped_column(Integer)  # raw order, unbounded cache
     # The canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py);

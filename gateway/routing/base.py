@@ -11,7 +11,7 @@ Invariants every backend keeps:
   "tool_calls"); only that final chunk carries `usage`.
 - `usage.cached_tokens` counts only tokens served from a cache inside the
   caller's `namespace` (one tenant, or one cache group, plus the model id);
-  a backend that cannot tell reports 0, never a guess.
+  a backend that cannot tell reports None ("unknown", logged as NULL), never a guess.
 - Closing the iterator early (client gone, `aclose()`, task cancelled) aborts
   the request in the backend; `abort(request_id)` does the same from outside.
 - Errors surface as exceptions: engine errors (PromptTooLongError,
@@ -22,7 +22,8 @@ Wiring (gateway/main.py builds it at startup):
     from gateway.routing.router import build_router
     router = build_router(settings, embedded)   # embedded: EmbeddedBackend | None
   build_router reads `settings.remotes` (list of RemoteSettings: name, model,
-  api_base, api_key, weight) and returns a `BackendRouter`.
+  api_base, api_key, weight, kind, timeouts, cooldown) and `settings.routing`
+  and returns a `BackendRouter`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from typing import Any, AsyncIterator, Protocol, runtime_checkable
 
 
 class BackendUnavailableError(Exception):
-    """A backend could not take the request (connection refused, timeout, 5xx)."""
+    """A backend could not take the request (connection refused, timeout, 5xx) before its first output.
+    Its message is ours, fit for the client (no upstream name, URL or text)."""
+
+
+class BackendStreamError(Exception):
+    """A backend failed after its first output; the stream ends with an error event. Message as above."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ class PreparedPrompt:
 @dataclass(frozen=True)
 class BackendUsage:
     prompt_tokens: int
-    cached_tokens: int
+    cached_tokens: int | None  # None: unknown (the backend reports none, or cannot be trusted to)
     completion_tokens: int
     ttft_s: float | None = None
     decode_s: float | None = None
@@ -134,7 +140,7 @@ class BackendRouter(Protocol):
 
     backends: list[Backend]
 
-    def pick(self, prompt: PreparedPrompt, namespace: str) -> Backend: ...
+    def pick(self, prompt: PreparedPrompt, namespace: str, cache_key: str | None = None) -> Backend: ...
 
 
 def cache_namespace(tenant_id: int, cache_group: str | None, model_id: str) -> str:

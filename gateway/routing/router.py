@@ -1,40 +1,50 @@
-"""The router: which backend serves a request, by model name, prefix affinity, health and load.
+"""The router: which backend serves a request, by model name, routing policy, health and load.
 
 Selection, per request:
 1. candidates by model name: remotes whose `model` or `name` equals the request's model; if none,
    the embedded engine (it answers any model name, "default" included); with no embedded engine,
    every remote.
-2. among several candidates, prefix affinity (routing/affinity.py) over the cache namespace plus
-   the canonical static-prefix hash, with bounded-load fallback and unhealthy backends last.
-3. the returned backend fails over: if one fails before its first chunk
-   (BackendUnavailableError), the next in that order takes the request.
+2. the routing policy (routing/policy.py: affinity, random, round robin, least load) orders them,
+   skipping nodes that are down or overloaded; the key is the cache namespace plus the client's
+   `prompt_cache_key`, else the canonical static prefix's token ids.
+3. the returned FailoverBackend tries the chosen node and, if it fails before its first output
+   (BackendUnavailableError, streams included), retries once on another node. After the first
+   output an error ends the stream (the client already has that node's tokens).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from gateway.routing.affinity import DEFAULT_EPSILON, LoadTracker, affinity_key, order_candidates
+from gateway.routing.affinity import affinity_key
 from gateway.routing.base import Backend, BackendChunk, BackendUnavailableError, GenerationParams, PreparedPrompt
+from gateway.routing.load import LoadTracker
+from gateway.routing.policy import RoutingPolicy
+from gateway.routing.route_index import RouteIndex
 
 if TYPE_CHECKING:
     from gateway.settings import Settings
 
+RAW_PREFIX_TOKENS = 256  # with no canonical static prefix (canonicalize=false): hash this many leading tokens
+
 
 class FailoverBackend:
-    """Tries `candidates` in order until one starts streaming; counts in-flight load per backend.
+    """Tries `candidates` in order until one starts streaming; counts load and the predicted hit.
 
     `name` is the backend that took (or is taking) the request: read it after the first chunk
-    for the request log. Errors after the first chunk are not retried (the client already has
-    output from that backend).
+    for the request log, with `predicted_cached_tokens` (what the route index expected that node
+    to hold) and `num_failovers` (nodes that failed before their first output).
     """
 
-    def __init__(self, candidates: Sequence[Backend], loads: LoadTracker) -> None:
+    def __init__(self, candidates: Sequence[Backend], loads: LoadTracker, index: RouteIndex | None = None) -> None:
         if not candidates:
-            raise BackendUnavailableError("no backend serves this model")
+            raise BackendUnavailableError("no backend is available")
         self.candidates = list(candidates)
         self.name = self.candidates[0].name
+        self.predicted_cached_tokens: int | None = None
+        self.num_failovers = 0
         self._loads = loads
+        self._index = index
         self._active: Backend = self.candidates[0]
 
     def is_healthy(self) -> bool:
@@ -46,10 +56,14 @@ class FailoverBackend:
     async def stream(
         self, prompt: PreparedPrompt, params: GenerationParams, namespace: str, request_id: str
     ) -> AsyncIterator[BackendChunk]:
-        errors: list[str] = []
-        for backend in self.candidates:
+        for attempt, backend in enumerate(self.candidates):
             self.name, self._active = backend.name, backend
-            self._loads.begin(backend.name)
+            if self._index is not None:
+                self.predicted_cached_tokens = self._index.observe(backend.name, namespace, prompt.token_ids)
+            health = getattr(backend, "health", None)
+            if health is not None:
+                health.begin()
+            self._loads.begin(backend.name, prompt.num_tokens)
             chunks = backend.stream(prompt, params, namespace, request_id)
             is_started = False
             try:
@@ -57,27 +71,30 @@ class FailoverBackend:
                     is_started = True
                     yield chunk
                 return
-            except BackendUnavailableError as exc:
-                if is_started:
+            except BackendUnavailableError:
+                if is_started or attempt == len(self.candidates) - 1:
                     raise
-                errors.append(f"{backend.name}: {exc}")
+                self.num_failovers += 1
             finally:
-                self._loads.end(backend.name)
+                self._loads.end(backend.name, prompt.num_tokens)
+                if health is not None:
+                    health.end_probe()
                 await chunks.aclose()
-        raise BackendUnavailableError("every backend failed: " + "; ".join(errors))
 
 
 class Router:
     """Implements routing.base.BackendRouter over an optional embedded backend and remote ones."""
 
     def __init__(
-        self, embedded: Backend | None, remotes: Sequence[Backend] = (), *, epsilon: float = DEFAULT_EPSILON
+        self, embedded: Backend | None, remotes: Sequence[Backend] = (), *, policy: RoutingPolicy | None = None,
+        index: RouteIndex | None = None,
     ) -> None:
         self.embedded = embedded
         self.remotes = list(remotes)
         self.backends: list[Backend] = ([embedded] if embedded is not None else []) + self.remotes
         self.loads = LoadTracker()
-        self._epsilon = epsilon
+        self.policy = policy or RoutingPolicy()
+        self.index = index
 
     def candidates_for(self, model: str) -> list[Backend]:
         """Backends that serve `model` (step 1 of the module docstring)."""
@@ -88,29 +105,68 @@ class Router:
             return [self.embedded]
         return list(self.remotes)
 
-    def pick(self, prompt: PreparedPrompt, namespace: str) -> Backend:
-        """The backend for this request; with several candidates, a FailoverBackend in affinity order."""
+    def pick(self, prompt: PreparedPrompt, namespace: str, cache_key: str | None = None) -> Backend:
+        """The backend for this request: the embedded engine as is, remotes behind a FailoverBackend."""
         candidates = self.candidates_for(prompt.model)
         if not candidates:
             raise BackendUnavailableError("no backend is configured (embedded engine disabled and no remotes)")
-        if len(candidates) == 1:
+        if len(candidates) == 1 and candidates[0] is self.embedded:
             return candidates[0]
-        order = order_candidates(
-            affinity_key(namespace, prompt.prefix_key()),
+        order = self.policy.order(
+            routing_key(prompt, namespace, cache_key),
             [b.name for b in candidates],
-            weights=[getattr(b, "weight", 1.0) for b in candidates],
-            healthy=[b.is_healthy() for b in candidates],
+            admits=[admits(b) for b in candidates],
             loads=[self.loads.load(b.name) for b in candidates],
-            epsilon=self._epsilon,
+            weights=[getattr(b, "weight", 1.0) for b in candidates],
+            num_tokens=prompt.num_tokens,
         )
-        return FailoverBackend([candidates[i] for i in order], self.loads)
+        if not order:
+            raise BackendUnavailableError("every backend for this model is down; retry after their cooldown")
+        return FailoverBackend([candidates[i] for i in order], self.loads, self.index)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Each backend's health, load and traffic, for GET /admin/backends."""
+        rows = []
+        for backend in self.backends:
+            health = getattr(backend, "health", None)
+            rows.append({
+                "name": backend.name,
+                "model": getattr(backend, "model", None),
+                "kind": getattr(backend, "kind", "embedded"),
+                "state": health.state if health is not None else "up",
+                "failures": health.num_failures if health is not None else 0,
+                "recoveries": health.num_recoveries if health is not None else 0,
+                "in_flight": self.loads.num_in_flight.get(backend.name, 0),
+                "load_tokens": self.loads.load(backend.name),
+                "reported_tokens": self.loads.reported_tokens.get(backend.name),
+                "requests_sent": self.loads.num_sent.get(backend.name, 0),
+            })
+        return rows
 
 
-def build_router(settings: Settings, embedded: Backend | None, **kwargs: Any) -> Router:
+def admits(backend: Backend) -> bool:
+    health = getattr(backend, "health", None)
+    return health.admits() if health is not None else backend.is_healthy()
+
+
+def routing_key(prompt: PreparedPrompt, namespace: str, cache_key: str | None) -> str:
+    """The affinity key: the client's cache key when given, else the static prefix's token ids."""
+    if cache_key:
+        return affinity_key(namespace, "key:" + cache_key)
+    if prompt.static_prefix_len:
+        return affinity_key(namespace, prompt.prefix_key())
+    return affinity_key(namespace, prompt.prefix_key(min(prompt.num_tokens, RAW_PREFIX_TOKENS)))
+
+
+def build_router(settings: Settings, embedded: Backend | None, *, salter: Any = None) -> Router:
     """The router for `settings.remotes` plus the embedded backend (None when disabled)."""
     remotes = []
     if settings.remotes:
         from gateway.routing.remote import RemoteBackend
 
-        remotes = [RemoteBackend.from_settings(r) for r in settings.remotes]
-    return Router(embedded, remotes, **kwargs)
+        remotes = [RemoteBackend.from_settings(r, salter) for r in settings.remotes]
+    routing = settings.routing
+    policy = RoutingPolicy(routing.mode, epsilon=routing.epsilon, overload_tokens=routing.overload_tokens,
+                           max_keys=routing.affinity_keys)
+    index = RouteIndex(settings.engine.page_size, routing.index_tokens_per_tenant) if remotes else None
+    return Router(embedded, remotes, policy=policy, index=index)

@@ -1,4 +1,4 @@
-"""Prefix affinity: rendezvous ranking, bounded-load fallback, failover order, and the Router on top."""
+"""Prefix affinity: rendezvous ranking, failover, and the Router on top (policies: test_policy.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.routing.affinity import affinity_key, order_candidates, rank, rendezvous_score
+from gateway.routing.affinity import affinity_key, rank, rendezvous_score
 from gateway.routing.base import BackendChunk, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt
 from gateway.routing.router import FailoverBackend, Router
 
@@ -19,13 +19,14 @@ NAMES = ["r0", "r1", "r2", "r3"]
 class StubBackend:
     """A unit-test stand-in for a backend: yields one chunk, or fails before it."""
 
-    def __init__(self, name: str, *, is_failing: bool = False, model: str = "m") -> None:
+    def __init__(self, name: str, *, is_failing: bool = False, model: str = "m", is_up: bool = True) -> None:
         self.name, self.model, self.weight = name, model, 1.0
         self.is_failing = is_failing
+        self.is_up = is_up
         self.num_calls = 0
 
     def is_healthy(self) -> bool:
-        return not self.is_failing
+        return self.is_up
 
     def abort(self, request_id: str) -> None:
         pass
@@ -73,30 +74,6 @@ def test_rendezvous_score_is_positive_and_grows_with_weight():
     assert 0 < rendezvous_score("k", "r0", 1.0) < rendezvous_score("k", "r0", 2.0)
 
 
-def test_unhealthy_backends_are_tried_last():
-    key = "tenant:1|abc"
-    preferred = rank(key, NAMES)[0]
-    healthy = [i != preferred for i in range(4)]
-    order = order_candidates(key, NAMES, healthy=healthy)
-    assert order[-1] == preferred
-    assert sorted(order) == [0, 1, 2, 3]
-
-
-def test_overloaded_preferred_backend_yields_to_the_next_in_rank():
-    key = "tenant:1|abc"
-    ranked = rank(key, NAMES)
-    loads = [0, 0, 0, 0]
-    loads[ranked[0]] = 10
-    order = order_candidates(key, NAMES, loads=loads, epsilon=0.5)
-    assert order[0] == ranked[1]
-    assert order[1:] == [i for i in ranked if i != ranked[1]]
-
-
-def test_balanced_load_keeps_affinity():
-    key = "tenant:1|abc"
-    assert order_candidates(key, NAMES, loads=[2, 2, 2, 2])[0] == rank(key, NAMES)[0]
-
-
 def test_router_sends_the_same_prefix_to_the_same_replica():
     replicas = [StubBackend(n) for n in NAMES]
     router = Router(None, replicas)
@@ -111,8 +88,8 @@ def test_router_prefers_embedded_for_unknown_models_and_remotes_by_name():
     embedded, remote = StubBackend("embedded"), StubBackend("sglang", model="llama-70b")
     router = Router(embedded, [remote])
     assert router.pick(make_prompt((1,), model="default"), "ns") is embedded
-    assert router.pick(make_prompt((1,), model="llama-70b"), "ns") is remote
-    assert router.pick(make_prompt((1,), model="sglang"), "ns") is remote
+    assert router.pick(make_prompt((1,), model="llama-70b"), "ns").candidates == [remote]
+    assert router.pick(make_prompt((1,), model="sglang"), "ns").candidates == [remote]
 
 
 def test_failover_backend_skips_a_failing_replica_and_records_which_served():
@@ -123,11 +100,20 @@ def test_failover_backend_skips_a_failing_replica_and_records_which_served():
     assert failover.name == "up" and down.num_calls == 1
 
 
-def test_failover_backend_raises_when_every_replica_fails():
-    router = Router(None, [StubBackend("a", is_failing=True), StubBackend("b", is_failing=True)])
-    with pytest.raises(BackendUnavailableError, match="every backend failed"):
-        asyncio.run(collect(router.pick(make_prompt((1,)), "ns"), make_prompt((1,))))
-    assert all(router.loads.load(n) == 0 for n in ("a", "b"))
+def test_failover_backend_raises_when_every_replica_fails_and_tries_only_two():
+    stubs = [StubBackend(n, is_failing=True) for n in "abc"]
+    router = Router(None, stubs)
+    backend = router.pick(make_prompt((1,)), "ns")
+    with pytest.raises(BackendUnavailableError, match="down"):
+        asyncio.run(collect(backend, make_prompt((1,))))
+    assert backend.num_failovers == 1 and sum(s.num_calls for s in stubs) == 2
+    assert all(router.loads.load(n) == 0 for n in "abc")
+
+
+def test_router_refuses_with_503_when_every_replica_is_down():
+    router = Router(None, [StubBackend("a", is_up=False), StubBackend("b", is_up=False)])
+    with pytest.raises(BackendUnavailableError, match="down"):
+        router.pick(make_prompt((1,)), "ns")
 
 
 def test_affinity_key_separates_namespaces():

@@ -18,8 +18,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.bench.server import free_port
 from gateway.errors import ApiError
-from gateway.routing.base import BackendUnavailableError, GenerationParams, PreparedPrompt
+from gateway.routing.base import BackendUnavailableError, GenerationParams, PreparedPrompt, cache_namespace
 from gateway.routing.remote import RemoteBackend
+from gateway.routing.salt import CacheSalter
 from gateway.routing.router import FailoverBackend, Router
 
 MESSAGES = ({"role": "system", "content": "You are terse."}, {"role": "user", "content": "say hello world"})
@@ -90,11 +91,38 @@ def test_remote_streams_deltas_then_one_final_chunk_with_usage(remote):
     assert received[-1]["messages"] == list(MESSAGES) and received[-1]["stream"] is True
 
 
-def test_remote_cached_tokens_are_zero_unless_the_remote_isolates_callers(remote):
+def test_remote_cached_tokens_are_unknown_unless_the_remote_keeps_tenants_apart(remote):
     url, _ = remote
     shared = asyncio.run(collect(RemoteBackend("r", "tiny", url)))[-1]
     isolated = asyncio.run(collect(RemoteBackend("r", "tiny", url, report_cached_tokens=True)))[-1]
-    assert shared.usage.cached_tokens == 0 and isolated.usage.cached_tokens == 16
+    salted = asyncio.run(collect(RemoteBackend("r", "tiny", url, kind="vllm", salter=CacheSalter(b"k"))))[-1]
+    assert shared.usage.cached_tokens is None
+    assert isolated.usage.cached_tokens == 16 and salted.usage.cached_tokens == 16
+
+
+def test_the_request_litellm_sends_carries_the_gateways_salt_per_cache_domain(remote):
+    """Two tenants: two salts; two tenants of one cache group: one salt; none from the client (the request
+    is built from the namespace and GenerationParams, which has no salt field; a body's `cache_salt` is
+    shown not to pass through in tests/integration/gateway/test_edge_gateway.py)."""
+    url, received = remote
+    backend = RemoteBackend("r", "tiny", url, kind="vllm", salter=CacheSalter(b"server-secret"))
+    client_params = GenerationParams(max_tokens=8)
+    salts = []
+    for tenant_id, group in ((1, None), (2, None), (3, "team"), (4, "team")):
+        namespace = cache_namespace(tenant_id, group, "tiny")
+        asyncio.run(collect_in(backend, namespace, client_params))
+        salts.append(received[-1]["cache_salt"])
+    assert salts[0] != salts[1] and salts[2] == salts[3] and salts[2] not in salts[:2]
+    assert all(len(salt) == 64 for salt in salts)
+    assert salts[0] == CacheSalter(b"server-secret").salt(cache_namespace(1, None, "tiny"))
+    assert salts[0] != CacheSalter(b"another-secret").salt(cache_namespace(1, None, "tiny"))
+    unsalted = RemoteBackend("r", "tiny", url, kind="openai")
+    asyncio.run(collect_in(unsalted, cache_namespace(1, None, "tiny"), client_params))
+    assert "cache_salt" not in received[-1]
+
+
+async def collect_in(backend, namespace: str, params: GenerationParams):
+    return [c async for c in backend.stream(prompt(), params, namespace, "r-salt")]
 
 
 def test_remote_client_errors_are_400_and_do_not_mark_it_unhealthy(remote):
@@ -117,8 +145,7 @@ def test_router_fails_over_from_a_dead_replica_to_a_live_one(remote):
     dead = RemoteBackend("dead", "tiny", f"http://127.0.0.1:{free_port()}/v1")
     live = RemoteBackend("live", "tiny", url)
     router = Router(None, [dead, live])
-    backend = router.pick(prompt(), "tenant:1|tiny")
-    backend.candidates = [dead, live]  # force the dead one first, whatever the hash says
+    backend = FailoverBackend([dead, live], router.loads)  # the dead one first, whatever the policy says
     num_before = len(received)
     chunks = asyncio.run(collect(backend))
     assert "".join(c.text for c in chunks) == "hello world"

@@ -1,0 +1,83 @@
+"""Routing policies: which backend first, and which one a failed request is retried on.
+
+    order = RoutingPolicy(settings.routing).order(key, backends, loads)
+
+Modes (settings.routing.mode):
+- affinity: token-exact prefix affinity. The key is the cache namespace plus either the client's
+  `prompt_cache_key` or the hash of the canonical static prefix's token ids. A key seen before goes
+  to the node it went to (an LRU table over the hash ring); a cold key goes to the least-loaded
+  node, ties broken by the key's rendezvous rank (so on an idle fleet it is plain consistent
+  hashing: adding a node moves only the keys that now rank it first). Bounded load, in tokens: a
+  node takes a key while its load is under (1 + epsilon) * (total load + this request) / nodes
+  + this request (one request's slack, so a single request in flight never pushes a key away);
+  otherwise the key's next node in rendezvous order that is under it takes the request.
+- random, round_robin, least_load: the baselines `bench cluster` compares against.
+In every mode nodes that are down (routing/health.py) or report more than `overload_tokens`
+queued + running tokens are skipped while others are available; the failover node is the
+least-loaded other one ("retry once on another node").
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import OrderedDict
+from typing import Sequence
+
+from gateway.routing.affinity import rank
+
+MODES = ("affinity", "random", "round_robin", "least_load")
+
+
+class RoutingPolicy:
+    def __init__(self, mode: str = "affinity", *, epsilon: float = 0.5, overload_tokens: int = 0,
+                 max_keys: int = 100_000, rng: random.Random | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown routing mode {mode!r}; one of {MODES}")
+        self.mode = mode
+        self.epsilon = epsilon
+        self.overload_tokens = overload_tokens
+        self.max_keys = max_keys
+        self._sticky: OrderedDict[str, str] = OrderedDict()
+        self._turn = itertools.count()
+        self._rng = rng or random.Random()
+
+    def order(self, key: str, names: Sequence[str], *, admits: Sequence[bool], loads: Sequence[int],
+              weights: Sequence[float] | None = None, num_tokens: int = 1) -> list[int]:
+        """Indexes of `names`: the chosen backend, then at most one failover; [] when none admits."""
+        usable = [i for i in range(len(names)) if admits[i]]
+        if not usable:
+            return []
+        light = [i for i in usable if not self.overload_tokens or loads[i] <= self.overload_tokens]
+        usable = light or usable
+        first = self._choose(key, names, usable, loads, weights, max(1, num_tokens))
+        others = sorted((i for i in usable if i != first), key=lambda i: (loads[i], i))
+        return [first] + others[:1]
+
+    def _choose(self, key, names, usable, loads, weights, num_tokens) -> int:
+        if self.mode == "random":
+            return self._rng.choice(usable)
+        if self.mode == "round_robin":
+            return usable[next(self._turn) % len(usable)]
+        if self.mode == "least_load":
+            return min(usable, key=lambda i: (loads[i], i))
+        return self._affinity(key, names, usable, loads, weights, num_tokens)
+
+    def _affinity(self, key, names, usable, loads, weights, num_tokens) -> int:
+        ranking = [i for i in rank(key, names, weights) if i in usable]
+        total = sum(loads[i] for i in usable) + num_tokens
+        capacity = math.ceil((1.0 + self.epsilon) * total / len(usable)) + num_tokens
+        sticky = self._sticky.get(key)
+        if sticky is not None:
+            self._sticky.move_to_end(key)
+            index = names.index(sticky) if sticky in names else None
+            if index in usable and loads[index] < capacity:
+                return index
+            return next((i for i in ranking if loads[i] < capacity), ranking[0])
+        position = {i: n for n, i in enumerate(ranking)}
+        chosen = min(usable, key=lambda i: (loads[i], position[i]))
+        self._sticky[key] = names[chosen]
+        if len(self._sticky) > self.max_keys:
+            self._sticky.popitem(last=False)
+        return chosen
