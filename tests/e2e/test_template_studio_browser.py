@@ -168,7 +168,7 @@ def test_author_fixes_a_now_first_draft_and_publishes_it_in_chromium(gateway_ser
             num_exceptions = page.locator("[data-testid='stException']").count()
         finally:
             context.close()
-    assert broken < current and recovered == pytest.approx(current, abs=5.0) and recovered > broken
+    assert broken < 0.2 * current and recovered > 0.8 * current  # the timestamp's own tokens are all it costs
     assert num_exceptions == 0
     body = {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hi"}], "template": "support"}
     served = httpx.post(f"{gateway_server.api_base}/canonicalize", json=body, headers=studio_tenant["auth"], timeout=60).json()
