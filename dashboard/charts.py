@@ -147,3 +147,18 @@ def evictions_over_time(snapshots: pd.DataFrame, time_format: str | None = None)
         )
         .properties(height=160)
     )
+
+
+def what_if_prefill(frame: pd.DataFrame) -> alt.Chart:
+    """Prefilled (uncached) prompt tokens per replayed request, one line per template variant."""
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("request:Q", title="Sampled request (oldest first)", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("prefilled_tokens:Q", title="Tokens prefilled"),
+            color=alt.Color("variant:N", title=None, legend=alt.Legend(orient="top")),
+            tooltip=["variant", "request", "prefilled_tokens"],
+        )
+        .properties(height=240)
+    )

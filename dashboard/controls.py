@@ -1,4 +1,7 @@
-"""Sidebar controls shared by the pages: database check, time window, tenant picker, refresh."""
+"""Sidebar controls shared by the pages: database check, time window, tenant picker, refresh.
+
+The tenant picker is the scoping point: a signed-in tenant gets its own row and no picker, so
+no page names another tenant; an operator picks among all of them."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from dashboard import loaders
+from dashboard import auth, loaders
 
 WINDOWS = {
     "Last hour": timedelta(hours=1),
@@ -48,9 +51,18 @@ def pick_window() -> Window:
     return Window(since=None if span is None else now - span, until=now, bucket=bucket)
 
 
+def scope() -> int | None:
+    """The tenant id every loader is limited to: the signed-in tenant's, or None for an operator."""
+    return auth.require_viewer().tenant_id
+
+
 def pick_tenant(url: str) -> pd.Series | None:
-    """Sidebar tenant picker; an empty state (and None) when there are no tenants."""
-    tenants = loaders.load_tenants(url)
+    """Sidebar tenant picker (operators); a tenant's own row (tenants); an empty state and None
+    when there are no tenants."""
+    tenant_id = scope()
+    tenants = loaders.load_tenants(url, tenant_id)
+    if tenant_id is not None and not tenants.empty:
+        return tenants.iloc[0].rename(tenants.iloc[0]["tenant"])
     if tenants.empty:
         st.info("No tenants yet. Create one with `radixgate tenant create NAME`.", icon=":material/group:")
         return None

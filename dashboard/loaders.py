@@ -1,7 +1,9 @@
 """The dashboard's only data access: cached, read-only loaders over gateway.db.
 
 Every loader takes the database URL and a window as bound parameters, so
-`st.cache_data` keys on them; `clear_caches()` is the refresh control's hook.
+`st.cache_data` keys on them; `clear_caches()` is the refresh control's hook. Loaders that
+span tenants take `tenant_id` (None: every tenant, the operator's view) and return only that
+tenant's rows and numbers when it is set.
 Loaders return pandas DataFrames (or plain dicts) and never write: the database
 belongs to the gateway. A missing SQLite file is reported, never created.
 """
@@ -21,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from gateway.db import insight_queries
 from gateway.db import stats_queries
+from gateway.db import template_queries
 from gateway.db.doctor import diagnose
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
 
@@ -63,20 +66,25 @@ def database_problem(url: str) -> str | None:
 
 
 @st.cache_data(ttl=TTL_S)
-def load_tenants(url: str) -> pd.DataFrame:
+def load_tenants(url: str, tenant_id: int | None = None) -> pd.DataFrame:
     with session_factory(url)() as session:
         tenants = insight_queries.list_tenants(session)
-        rows = [{"tenant_id": t.id, "tenant": t.name, "cache_group": t.cache_group} for t in tenants]
+        rows = [{"tenant_id": t.id, "tenant": t.name, "cache_group": t.cache_group}
+                for t in tenants if tenant_id is None or t.id == tenant_id]
     return pd.DataFrame(rows, columns=["tenant_id", "tenant", "cache_group"])
 
 
 @st.cache_data(ttl=TTL_S)
-def load_overview(url: str, since: datetime | None, until: datetime | None) -> pd.DataFrame:
+def load_overview(
+    url: str, since: datetime | None, until: datetime | None, tenant_id: int | None = None
+) -> pd.DataFrame:
     """Per tenant with traffic: totals, hit / raw-order / attainable (the measured canonical
     counterfactual, summed in the same stats query) rates, prefill time saved."""
     with session_factory(url)() as session:
-        stats = pd.DataFrame(stats_queries.all_tenant_stats(session, since, until))
-        ms_per_token = insight_queries.prefill_ms_per_token(session, since, until)
+        rows = [row for row in stats_queries.all_tenant_stats(session, since, until)
+                if tenant_id is None or row["tenant_id"] == tenant_id]
+        stats = pd.DataFrame(rows)
+        ms_per_token = insight_queries.prefill_ms_per_token(session, since, until, tenant_id)
     if stats.empty:
         return stats
     stats["tenant"] = stats["tenant"].fillna(stats["tenant_id"].map(lambda tid: f"tenant {tid}"))
@@ -103,7 +111,7 @@ def load_series(
     if frame.empty:
         return frame
     if group == "tenant":
-        names = load_tenants(url).set_index("tenant_id")["tenant"]
+        names = load_tenants(url, tenant_id).set_index("tenant_id")["tenant"]
         frame["tenant"] = frame["tenant"].map(names).fillna(frame["tenant"].astype(str))
     else:
         frame["template"] = frame["template"].fillna("(none)")
@@ -122,9 +130,20 @@ def load_tenant_stats(url: str, tenant_id: int, since: datetime | None, until: d
 
 
 @st.cache_data(ttl=TTL_S)
-def load_diagnosis(url: str, tenant_id: int, since: datetime | None, until: datetime | None) -> dict:
+def load_diagnosis(
+    url: str, tenant_id: int, since: datetime | None, until: datetime | None, names_other_tenants: bool = True
+) -> dict:
+    """The doctor's diagnosis; names_other_tenants=False for a tenant's own view (no partner names)."""
     with session_factory(url)() as session:
-        return diagnose(session, tenant_id, since, until).to_dict()
+        return diagnose(session, tenant_id, since, until, names_other_tenants=names_other_tenants).to_dict()
+
+
+@st.cache_data(ttl=TTL_S)
+def load_template_versions(url: str, tenant_id: int) -> pd.DataFrame:
+    """The tenant's template versions and their labels (the operator's read-only Templates view)."""
+    with session_factory(url)() as session:
+        rows = template_queries.list_template_versions(session, tenant_id)
+    return pd.DataFrame(rows, columns=["template", "version", "created_at", "labels"])
 
 
 @st.cache_data(ttl=TTL_S)

@@ -63,9 +63,11 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
 
 def include_routers(app: FastAPI) -> None:
-    from gateway.routes import admin, canonicalize, chat, fleet, metrics, models, pins, responses, stats, templates
+    from gateway.routes import (
+        admin, canonicalize, chat, fleet, metrics, models, pins, responses, stats, template_studio, templates,
+    )
 
-    for module in (chat, responses, models, canonicalize, stats, metrics, admin, templates, pins, fleet):
+    for module in (chat, responses, models, canonicalize, stats, metrics, admin, template_studio, templates, pins, fleet):
         app.include_router(module.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -24,7 +24,8 @@ tenant = controls.pick_tenant(url)
 if tenant is None:
     st.stop()
 
-diagnosis = loaders.load_diagnosis(url, int(tenant["tenant_id"]), window.since, window.until)
+is_operator = controls.scope() is None
+diagnosis = loaders.load_diagnosis(url, int(tenant["tenant_id"]), window.since, window.until, is_operator)
 if diagnosis["num_requests"] == 0:
     st.info(f"No requests from {tenant.name} in this time range: nothing to diagnose.", icon=":material/hourglass_empty:")
     st.stop()

@@ -33,6 +33,9 @@ def show_live_gauges(gateway_url: str) -> None:
 
 st.title("Engine cache")
 url = controls.require_database()
+if controls.scope() is not None:  # the engine's cache is shared by every tenant: the operator's page
+    st.info("The Engine page is the operator's: sign in with the admin key.", icon=":material/lock:")
+    st.stop()
 window = controls.pick_window()
 live_url = loaders.gateway_url()
 if live_url:

@@ -1,4 +1,5 @@
-"""Overview: per tenant, actual vs raw-order vs attainable hit rate, savings, and hit rate over time."""
+"""Overview: per tenant, actual vs raw-order vs attainable hit rate, savings, and hit rate over time.
+A signed-in tenant sees only its own row (controls.scope)."""
 
 import streamlit as st
 
@@ -6,8 +7,9 @@ from dashboard import charts, controls, loaders
 
 st.title("Prefix-cache overview")
 url = controls.require_database()
+tenant_id = controls.scope()
 window = controls.pick_window()
-overview = loaders.load_overview(url, window.since, window.until)
+overview = loaders.load_overview(url, window.since, window.until, tenant_id)
 
 if overview.empty:
     st.info(
@@ -52,7 +54,7 @@ if not routing.empty:  # only where an edge gateway routed requests to remote no
                "(its own index of what it sent where). Delivered: the nodes' own cached tokens.")
 
 st.subheader("Hit rate over time")
-series = loaders.load_series(url, "tenant", None, window.since, window.until, window.bucket)
+series = loaders.load_series(url, "tenant", tenant_id, window.since, window.until, window.bucket)
 st.altair_chart(charts.hit_rate_timeseries(series, color="tenant"), width="stretch")
 
 st.subheader("Per tenant")

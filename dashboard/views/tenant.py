@@ -31,7 +31,7 @@ series = loaders.load_series(url, "template", tenant_id, window.since, window.un
 st.altair_chart(charts.hit_rate_timeseries(series, color="template"), width="stretch")
 
 st.subheader("Top cache-breaking causes")
-diagnosis = loaders.load_diagnosis(url, tenant_id, window.since, window.until)
+diagnosis = loaders.load_diagnosis(url, tenant_id, window.since, window.until, controls.scope() is None)
 causes = pd.DataFrame(diagnosis["causes"])
 if causes.empty:
     st.success("No lost prefix hits in this range: every reusable prefix was served from cache.")

@@ -71,6 +71,8 @@ class Sections:
     dynamic: list[str] = field(default_factory=list)
     question: str = ""
     signals: Signals = field(default_factory=Signals)
+    # When the request arrived (ISO 8601, UTC): a template's `now`. Not a section: never hashed or compared.
+    received_at: str = field(default="", compare=False)
 
     def section_values(self) -> dict[str, object]:
         """JSON-able value of each section, keyed in canonical order."""

@@ -25,6 +25,7 @@ worker, never on the request path).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gateway.canonicalize import canonicalize, render_raw, tokenize_segments
@@ -70,17 +71,20 @@ class PreparedRequest:
         return self.prompt.num_tokens
 
 
-def load_tenant_template(session_factory: sessionmaker[Session], tenant_id: int, name: str) -> TenantTemplate | None:
-    """The latest version of the tenant's own template called `name`, or None. Reads the database."""
-    from gateway.prompt_templates import store as template_store
+def load_tenant_template(session_factory: sessionmaker[Session], tenant_id: int, ref: str) -> TenantTemplate | None:
+    """The version of the tenant's own template that `ref` names (`name`, `name@label`, `name@N`;
+    see prompt_templates/labels.py), or None. Reads the database."""
+    from gateway.prompt_templates import labels
 
     with session_factory() as session:
-        row = template_store.get_version(session, tenant_id, name)
+        row = labels.resolve(session, tenant_id, ref)
+        name = labels.split_ref(ref)[0]
         return TenantTemplate(name=name, version=row.version, source=row.source) if row else None
 
 
 def prepare_for_tenant(
-    gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None
+    gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None,
+    received_at: datetime | None = None,
 ) -> PreparedRequest:
     """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules,
     after the body's limits (request_limits.py) are checked."""
@@ -95,6 +99,7 @@ def prepare_for_tenant(
         default_max_tokens=gw.settings.default_max_tokens,
         tenant_template=tenant_template,
         rules=rules_for(tenant),
+        received_at=received_at,
     )
     if prepared.params.grammar is not None and gw.engine is not None:  # remotes enforce their own
         gw.engine.compile_grammar(prepared.params.grammar)  # here, in the worker thread; GrammarError -> 400
@@ -163,8 +168,10 @@ def prepare_request(
     default_max_tokens: int,
     tenant_template: TenantTemplate | None = None,
     rules: DynamicRules | None = None,
+    received_at: datetime | None = None,
 ) -> PreparedRequest:
     """Canonicalize (with the tenant's dynamic `rules`; None: the defaults), render and tokenize one request.
+    `received_at` (default: now) is what a template's `now` renders; the what-if passes a sample's time.
 
     Raises ApiError (400) for bad templates or long prompts.
     """
@@ -173,6 +180,7 @@ def prepare_request(
     raw_body = body.body_dict()
     try:
         sections = canonicalize(raw_body, rules)
+        sections.received_at = (received_at or datetime.now(timezone.utc)).isoformat()
         raw_ids = tuple(render_raw(tokenizer, raw_body))
     except ValueError as exc:  # malformed context, tools or messages the schema let through
         raise bad_request(f"Malformed request body: {exc}", None, "invalid_request_body") from exc

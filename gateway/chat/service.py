@@ -113,7 +113,28 @@ def prepare_in_thread(gw: GatewayState, run: ChatRun) -> PreparedRequest:
     body, tenant = run.body, run.caller.tenant
     use_own = body.template and body.canonicalize
     tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if use_own else None
-    return prepare_for_tenant(gw, tenant, body, run.model_id, tenant_template)
+    prepared = prepare_for_tenant(gw, tenant, body, run.model_id, tenant_template)
+    if tenant_template is not None:
+        keep_sample(gw, tenant.id, tenant_template.name, body)
+    return prepared
+
+
+def keep_sample(gw: GatewayState, tenant_id: int, template: str, body: ChatCompletionRequest) -> None:
+    """Best effort: add the body to the template's bounded sample (prompt_templates/samples.py); a failed
+    write is logged, never raised. Runs in the preparing worker thread, off the event loop."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from gateway.db.session import session_scope
+    from gateway.prompt_templates import samples
+
+    limit = gw.settings.template_sample_size
+    if limit <= 0:
+        return
+    try:
+        with session_scope(gw.session_factory) as session:
+            samples.record_sample(session, tenant_id, template, body.model_dump(mode="json", exclude_unset=True), limit)
+    except SQLAlchemyError as exc:
+        log.warning("could not keep a sample of template %r: %s", template, type(exc).__name__)
 
 
 def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures | None] | None:

@@ -153,6 +153,10 @@ def configure_logging(level: str) -> None:
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
+# The product shows no Streamlit developer chrome: "viewer" mode drops the Deploy button and the developer menu.
+DASHBOARD_CHROME_FLAGS = ("--client.toolbarMode", "viewer")
+
+
 def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
     import dashboard as dashboard_pkg
 
@@ -161,6 +165,7 @@ def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.port", str(port), "--server.address", host,
         "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        *DASHBOARD_CHROME_FLAGS,
     ]
 
 

@@ -111,9 +111,13 @@ def ratio(numerator: int, denominator: int) -> float:
 
 
 def diagnose(
-    session: Session, tenant_id: int, since: datetime | None = None, until: datetime | None = None
+    session: Session, tenant_id: int, since: datetime | None = None, until: datetime | None = None,
+    *, names_other_tenants: bool = True,
 ) -> Diagnosis:
-    """Diagnose one tenant's request log in [since, until). Raises LookupError for an unknown tenant."""
+    """Diagnose one tenant's request log in [since, until). Raises LookupError for an unknown tenant.
+
+    With names_other_tenants=False (the tenant's own view) no text names or hashes another
+    tenant's prompts: the isolation cause says only how many other tenants share the prefix."""
     tenant = session.get(Tenant, tenant_id)
     if tenant is None:
         raise LookupError(f"no tenant with id {tenant_id}")
@@ -123,7 +127,8 @@ def diagnose(
     sightings = insight_queries.find_system_sightings(session, tenant_id, {k.system_key for k in shared_keys}, until)
     pins = insight_queries.list_pins(session, tenant_id, is_active_only=True)
     facts = CauseFacts(tenant=tenant, groups=groups, num_active_pins=len(pins),
-                       num_tool_lists=doctor_queries.count_tool_lists(session, *window))
+                       num_tool_lists=doctor_queries.count_tool_lists(session, *window),
+                       names_other_tenants=names_other_tenants)
     for patterns, count in doctor_queries.pattern_counts(session, *window).items():
         facts.note_patterns(patterns, count)
     return diagnose_groups(

@@ -39,6 +39,7 @@ class CauseFacts:
     num_tool_lists: int = 0
     patterns: Counter = field(default_factory=Counter)
     partners: dict = field(default_factory=lambda: defaultdict(set))
+    names_other_tenants: bool = True  # False: the isolation text gives a count, no names or hashes
 
     def note_patterns(self, comma_list: str, num_requests: int = 1) -> None:
         for name in comma_list.split(","):
@@ -123,6 +124,12 @@ def describe_cold_start(facts: CauseFacts) -> tuple[str, str]:
 
 def describe_isolation(facts: CauseFacts) -> tuple[str, str]:
     partners = sorted(facts.partners)
+    if not facts.names_other_tenants:
+        return (
+            f"the same system prefix is also sent by {len(partners)} other tenant(s) outside your cache group",
+            "Ask the gateway's operator for a shared cache_group with those tenants (only for tenants "
+            "allowed to share timing side channels).",
+        )
     hashes = sorted({h for hs in facts.partners.values() for h in hs if h})
     group = getattr(facts.tenant, "cache_group", None) or f"{facts.tenant.name}-shared"
     return (

@@ -128,13 +128,18 @@ def hit_rate_series_by(
     ]
 
 
-def prefill_ms_per_token(session: Session, since: datetime | None, until: datetime | None) -> float:
+def prefill_ms_per_token(
+    session: Session, since: datetime | None, until: datetime | None, tenant_id: int | None = None
+) -> float:
     """The cost model 'prefill time ~ uncached tokens' fitted to the window: total TTFT over total
-    uncached prompt tokens of completed requests that prefilled something (0.0 when none did)."""
+    uncached prompt tokens of completed requests that prefilled something (0.0 when none did).
+    With `tenant_id`, fitted to that tenant's requests only (its own view shows no one else's numbers)."""
     R = RequestLog
     uncached = R.prompt_tokens - R.cached_tokens
     query = select(func.sum(R.ttft_ms), func.sum(uncached)).where(
         *window_filter(R.created_at, since, until), R.status == "ok", R.ttft_ms.is_not(None), uncached > 0
     )
+    if tenant_id is not None:
+        query = query.where(R.tenant_id == tenant_id)
     total_ms, total_tokens = session.execute(query).one()
     return float(total_ms) / total_tokens if total_tokens else 0.0

@@ -144,6 +144,37 @@ class TemplateVersion(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
 
 
+class TemplateLabel(Base):
+    """A movable name (`production`, `staging`) for one version of a tenant template; unique per template.
+
+    A request names it as `template: "support@production"`; moving it back is a rollback."""
+
+    __tablename__ = "template_labels"
+    __table_args__ = (UniqueConstraint("template_id", "label"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    template_id: Mapped[int] = mapped_column(ForeignKey("templates.id", ondelete="CASCADE"))
+    label: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+
+
+class TemplateSample(Base):
+    """One recent request body that named a tenant template, kept for the studio's preview and what-if.
+
+    Bounded per (tenant, template): the oldest rows go when a new one is recorded past the limit;
+    recording is opt-out (RADIXGATE_TEMPLATE_SAMPLE_SIZE=0, or DELETE .../samples)."""
+
+    __tablename__ = "template_samples"
+    __table_args__ = (Index("ix_template_samples_tenant_template", "tenant_id", "template", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    template: Mapped[str] = mapped_column(String(128))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+
+
 class Pin(Base):
     """A pinned static prefix; `deleted_at` set = unpinned (kept for history); `expires_at` from ttl_seconds."""
 

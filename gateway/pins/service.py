@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 
 from gateway.db.models import Pin, Tenant
 from gateway.db.session import session_scope
-from gateway.prompt_templates import store as template_store
+from gateway.prompt_templates import labels
 from gateway.routing.base import cache_namespace
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def render_prefix(gw: GatewayState, spec: PinSpec, tenant_source: str | None = N
 
 
 def tenant_template_source(session: Session, tenant: Tenant, name: str | None) -> str | None:
-    saved = template_store.get_version(session, tenant.id, name) if name else None
+    saved = labels.resolve(session, tenant.id, name) if name else None  # `name`, `name@label` or `name@N`
     return saved.source if saved is not None else None
 
 

@@ -4,6 +4,8 @@ Variables every template sees:
   system (str), tools (list of tool dicts, sorted), context (list of Doc: .id, .text),
   history (list of message dicts), dynamic (list of str), question (str),
   generation_prompt (str: the model's assistant header),
+  now (str: when the request arrived, ISO 8601 UTC; it differs per request, so it belongs
+  in the dynamic or question block: the linter flags it anywhere earlier),
   turn_start(role) / turn_end(role) (the model's chat markers),
   format_message(message) (one history message as a whole turn),
   format_document(doc) ('<document id="...">' block);
@@ -47,6 +49,7 @@ def template_variables(sections: Sections, chat_format: ChatFormat) -> dict:
         "history": sections.history,
         "dynamic": sections.dynamic,
         "question": sections.question,
+        "now": sections.received_at,
         "generation_prompt": MarkedText(chat_format.generation_prompt),
         "turn_start": chat_format.turn_start,
         "turn_end": chat_format.turn_end,

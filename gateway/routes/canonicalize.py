@@ -1,7 +1,11 @@
 """POST /v1/canonicalize: preview what the gateway would send the engine, without generating.
 
-Returns the canonical sections, their token counts, the static prefix length,
-the template's lint findings and the rendered prompt.
+Returns the canonical sections, their token counts, the static prefix length (in tokens
+and in whole KV pages: what a prefix cache can hold), the template's lint findings, the
+rendered prompt and its segments in prompt order (section, text, tokens). `template` may
+be a tenant template reference (`support`, `support@production`, `support@3`), a built-in
+name, or an inline source (a draft: anything with a Jinja tag), which renders and is linted
+without being stored.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter
 
 from gateway.chat.models import resolve_model
-from gateway.chat.prepare import load_tenant_template, prepare_for_tenant
+from gateway.chat.prepare import load_tenant_template, prepare_for_tenant, render_sections
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.deps import StateDep, TenantDep
 
@@ -38,7 +42,13 @@ def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -
     """The preview for `tenant` (its own templates and dynamic rules)."""
     tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if body.template else None
     prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), tenant_template)
-    source = tenant_template.source if tenant_template else builtin_source(gw.templates, prepared.template_name)
+    if tenant_template is not None:
+        source = tenant_template.source
+    elif prepared.template_name == "inline":
+        source = body.template
+    else:
+        source = builtin_source(gw.templates, prepared.template_name)
+    page_size = gw.engine.config.page_size
     return {
         "object": "canonicalization",
         "model": prepared.prompt.model,
@@ -51,6 +61,9 @@ def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -
         "num_tokens": prepared.num_prompt_tokens,
         "raw_num_tokens": len(prepared.raw_token_ids),
         "static_prefix_len": prepared.prompt.static_prefix_len,
+        "page_size": page_size,
+        "static_prefix_pages": prepared.prompt.static_prefix_len // page_size,
+        "segments": segments(gw, prepared, body.template, tenant_template),
         "lint": lint_findings(source),
         "rendered": prepared.prompt.text,
     }
@@ -70,4 +83,13 @@ def lint_findings(source: str | None) -> list[dict]:
 
     return [
         {"severity": f.severity, "rule": f.rule, "message": f.message, "line": f.line} for f in lint_template(source)
+    ]
+
+
+def segments(gw: GatewayState, prepared, name: str | None, tenant_template) -> list[dict]:
+    """The rendered prompt's segments in order, each with its section and token count."""
+    rendered = render_sections(gw.templates, prepared.sections, gw.engine.tokenizer, name, tenant_template)
+    return [
+        {"section": section, "text": str(text), "num_tokens": prepared.section_tokens.get(section, 0)}
+        for section, text in rendered.segments
     ]

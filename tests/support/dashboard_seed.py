@@ -144,3 +144,26 @@ def create_seeded_db(url: str, now: datetime | None = None, *, is_empty: bool = 
                 seed(session, now or datetime.now(timezone.utc))
     finally:
         engine.dispose()
+
+
+SEED_ADMIN_KEY = "sk-admin-dashboard-seed"
+
+
+def issue_seed_keys(url: str) -> dict[str, str]:
+    """Plaintext keys for the seeded database: "admin" (a stored admin key) and one per tenant name,
+    issued with the gateway's own key functions (stored hashed)."""
+    from sqlalchemy import select
+
+    from gateway.tenants import admin_keys
+    from gateway.tenants import service as tenant_keys
+
+    engine = make_engine(url)
+    try:
+        with session_scope(make_session_factory(engine)) as session:
+            admin_keys.add_admin_key(session, SEED_ADMIN_KEY, "config")
+            keys = {"admin": SEED_ADMIN_KEY}
+            for tenant in session.scalars(select(Tenant)):
+                keys[tenant.name] = tenant_keys.issue_key(session, tenant).key
+    finally:
+        engine.dispose()
+    return keys

@@ -1,7 +1,9 @@
 """Every dashboard page, rendered with Streamlit's AppTest against a seeded SQLite database.
 
 The numbers on the pages must equal sums over the seeded rows; an empty or missing
-database must give an explanatory empty state, never an exception.
+database must give an explanatory empty state, never an exception. These run as the
+operator (a Viewer put in the session, as a sign-in would); the sign-in itself and the
+tenant's view are test_dashboard_sign_in.py's.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
+from dashboard.auth import SESSION_KEY, Viewer
 from gateway.db.models import RequestLog, Tenant
 from gateway.db.session import make_engine, make_session_factory
 from tests.support.dashboard_seed import create_seeded_db
 from tests.support.paths import REPO_ROOT
 
 APP = str(REPO_ROOT / "dashboard" / "app.py")
-PAGES = ["views/overview.py", "views/tenant.py", "views/engine.py", "views/doctor.py"]
+PAGES = ["views/overview.py", "views/tenant.py", "views/engine.py", "views/doctor.py", "views/templates.py"]
 TIMEOUT_S = 60
 
 
@@ -44,10 +47,16 @@ def expected(seeded_url) -> dict[str, dict]:
     return rows
 
 
+def operator_app() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    app.session_state[SESSION_KEY] = Viewer(key="operator")
+    return app.run()
+
+
 def run_page(url: str, monkeypatch, page: str, **widgets) -> AppTest:
     monkeypatch.setenv("RADIXGATE_DB_URL", url)
     monkeypatch.delenv("RADIXGATE_GATEWAY_URL", raising=False)
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
+    app = operator_app()
     if page != PAGES[0]:
         app.switch_page(page).run()
     for key, value in widgets.items():
@@ -173,7 +182,7 @@ def test_engine_page_reads_live_gauges_from_the_gateway(metrics_server, tmp_path
     create_seeded_db(url, is_empty=True)
     monkeypatch.setenv("RADIXGATE_DB_URL", url)
     monkeypatch.setenv("RADIXGATE_GATEWAY_URL", metrics_server)
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
+    app = operator_app()
     app.switch_page("views/engine.py").run()
     assert not app.exception
     assert metric(app, "Cached tokens") == "1,234"
@@ -185,7 +194,7 @@ def test_engine_page_warns_when_the_gateway_is_unreachable(tmp_path, monkeypatch
     create_seeded_db(url, is_empty=True)
     monkeypatch.setenv("RADIXGATE_DB_URL", url)
     monkeypatch.setenv("RADIXGATE_GATEWAY_URL", "http://127.0.0.1:9")  # discard port: connection refused
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S).run()
+    app = operator_app()
     app.switch_page("views/engine.py").run()
     assert not app.exception
     assert "did not answer" in app.warning[0].value

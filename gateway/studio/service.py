@@ -1,0 +1,75 @@
+"""The template studio's service: diffs between versions or a draft, and the what-if estimate.
+
+Functions take a session and never commit; the estimate prepares requests with the gateway's
+own request path (chat/prepare.py), so what it replays is what chat completions would send.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from gateway.chat.models import resolve_model
+from gateway.chat.prepare import TenantTemplate, prepare_for_tenant
+from gateway.chat.schemas import ChatCompletionRequest
+from gateway.insight.what_if import replay
+from gateway.prompt_templates import labels, samples
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from gateway.db.models import Tenant, TemplateVersion
+    from gateway.prompt_templates.samples import Sample
+    from gateway.state import GatewayState
+
+DRAFT = "draft"
+
+
+def unified_diff(old: str, new: str, old_name: str, new_name: str) -> dict:
+    """A unified diff of two sources and its added / removed line counts."""
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), old_name, new_name))
+    body = [line for line in lines if not line.startswith(("---", "+++"))]
+    return {
+        "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines),
+        "num_added": sum(1 for line in body if line.startswith("+")),
+        "num_removed": sum(1 for line in body if line.startswith("-")),
+    }
+
+
+def resolve_base(session: Session, tenant_id: int, name: str, base: str | None) -> TemplateVersion | None:
+    """The version `base` names (a label or a number; default: the published version)."""
+    return labels.resolve(session, tenant_id, name if base is None else f"{name}@{base}")
+
+
+def estimate(
+    gw: GatewayState, tenant: Tenant, name: str, draft: str, base: TemplateVersion | None, recent: list[Sample]
+) -> dict:
+    """Replay `recent` through the draft and the base version (what_if.py); ApiError 400 if the draft fails."""
+    variants = {DRAFT: TenantTemplate(name, 0, draft)}
+    if base is not None:
+        variants["current"] = TenantTemplate(name, base.version, base.source)
+    page_size = gw.engine.config.page_size
+    max_tokens = gw.settings.canonical_shadow_max_tokens_per_tenant
+    result = {}
+    for key, template in variants.items():
+        estimate_of = replay(
+            recent, lambda sample, t=template: prepare_sample(gw, tenant, sample, t), page_size=page_size,
+            max_tokens=max_tokens, template_version=template.version or None,
+        )
+        result[key] = estimate_of.to_dict()
+    result.setdefault("current", None)
+    return result
+
+
+def prepare_sample(gw: GatewayState, tenant: Tenant, sample: Sample, template: TenantTemplate) -> tuple[list[int], int]:
+    """The prompt token ids and static prefix length `sample` gets under `template`."""
+    body = ChatCompletionRequest.model_validate(
+        {"model": "default", **sample.body, "template": template.name, "stream": False}
+    )
+    body = body.model_copy(update={"canonicalize": True})
+    prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), template, received_at=sample.created_at)
+    return list(prepared.prompt.token_ids), prepared.prompt.static_prefix_len
+
+
+def recent_samples(session: Session, tenant_id: int, name: str, limit: int) -> list[Sample]:
+    return samples.list_samples(session, tenant_id, name, limit)
