@@ -35,9 +35,17 @@ def serve(
     config: Path = typer.Option(None, "--config", exists=True, dir_okay=False, help="TOML or YAML settings file."),
     with_dashboard: bool = typer.Option(False, "--with-dashboard", help="Also start the Streamlit dashboard."),
     dashboard_port: int = typer.Option(None, "--dashboard-port", help="Dashboard port (default 8501)."),
+    host_tier_tokens: int = typer.Option(None, "--host-tier-tokens", help=(
+        "Host KV tier size in tokens: device-evicted prefixes are kept in shared memory and copied back on a hit "
+        "(default 0: off).")),
+    host_tier_bytes: int = typer.Option(None, "--host-tier-bytes", help="Host KV tier size in bytes (wins over tokens)."),
+    host_tier_name: str = typer.Option(None, "--host-tier-name", help=(
+        "Shared-memory name of the host tier: gateways on this machine given the same name share its hits.")),
 ) -> None:
     """Serve the gateway with the embedded engine: migrate the database, load the model, then run uvicorn."""
-    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model)
+    tier = {"host_tier_tokens": host_tier_tokens, "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name}
+    settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port, model=model,
+                             engine_overrides={k: v for k, v in tier.items() if v is not None})
     configure_logging(settings.log_level)
     import uvicorn
 
@@ -116,13 +124,16 @@ def dashboard(
         stop_process(process)
 
 
-def load_settings(*, model: str | None = None, **overrides: Any):
+def load_settings(*, model: str | None = None, engine_overrides: dict | None = None, **overrides: Any):
     """Settings with only the flags the user gave overriding env / config file / defaults."""
     from gateway.settings import Settings
 
     values = {k: v for k, v in overrides.items() if v is not None}
+    engine = dict(engine_overrides or {})
     if model is not None:
-        values["engine"] = {"model": model}
+        engine["model"] = model
+    if engine:
+        values["engine"] = engine
     return Settings(**values)
 
 

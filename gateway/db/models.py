@@ -166,7 +166,7 @@ class Pin(Base):
 STATS_COLUMNS = (
     "status", "template", "miss_cause", "error_code",
     "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms",
-    "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens",
+    "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens", "host_cached_tokens",
 )
 
 
@@ -206,7 +206,8 @@ class RequestLog(Base):
     canonicalized: Mapped[bool] = mapped_column(Boolean, default=True)
     dynamic_patterns: Mapped[str | None] = mapped_column(String(512))  # comma list of rule names
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)  # device and host tier hits together
+    host_cached_tokens: Mapped[int] = mapped_column(Integer, default=0)  # of cached_tokens, from the host tier
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     shadow_cached_tokens: Mapped[int | None] = mapped_column(Integer)  # raw order, unbounded cache
     # The canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py);
