@@ -11,8 +11,8 @@ from gateway.bench.policy.prompts import agent_requests
 from gateway.bench.workloads.agent import generate_workload
 from tests.support.paths import REPO_ROOT
 
-PREFIX_TOKENS = 320
-NUM_PAGES, PAGE_SIZE = 32, 16  # 512 tokens: one prompt and its outputs, never two
+PREFIX_TOKENS = 160
+NUM_PAGES, PAGE_SIZE = 16, 16  # 256 tokens: one prompt and its outputs, never two
 
 
 def prompts(tokenizer) -> list[tuple[str, list[int]]]:
@@ -32,7 +32,7 @@ def run(runner, requests, host_tier_tokens: int):
                           host_tier_tokens=host_tier_tokens)
     engine = Engine(config, runner=runner).start()
     try:
-        outputs = [engine.generate_sync(tokens, SamplingParams(max_tokens=8), namespace=ns) for ns, tokens in requests]
+        outputs = [engine.generate_sync(tokens, SamplingParams(max_tokens=4), namespace=ns) for ns, tokens in requests]
         engine.shutdown()
         engine.flush_cache()
         assert engine.pool.num_free_pages == engine.pool.num_pages, "pages leaked"
@@ -46,7 +46,7 @@ def run(runner, requests, host_tier_tokens: int):
 def test_greedy_outputs_are_identical_with_the_host_tier_on_and_off(smollm, runners):
     runner = runners(NUM_PAGES, PAGE_SIZE)
     requests = prompts(smollm.tokenizer)
-    assert all(len(tokens) + 8 <= NUM_PAGES * PAGE_SIZE < 2 * len(tokens) for _, tokens in requests)
+    assert all(len(tokens) + 4 <= NUM_PAGES * PAGE_SIZE < 2 * len(tokens) for _, tokens in requests)
     off = run(runner, requests, 0)
     on = run(runner, requests, 4096)
     assert [o.output_token_ids for o in on] == [o.output_token_ids for o in off]
