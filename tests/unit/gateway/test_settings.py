@@ -57,3 +57,11 @@ def test_config_file_errors_are_explicit(tmp_path):
 def test_engine_settings_become_an_engine_config():
     config = EngineSettings(page_size=8, kv_cache_tokens=1024, max_queue=3).to_engine_config()
     assert (config.page_size, config.kv_cache_tokens, config.max_queue, config.model) == (8, 1024, 3, "smollm2-135m")
+
+
+def test_host_tier_settings_reach_the_engine_config():
+    from gateway.settings import EngineSettings
+
+    config = EngineSettings(host_tier_tokens=4096, host_tier_name="shared").to_engine_config()
+    assert (config.host_tier_tokens, config.host_tier_name, config.is_host_tier_enabled) == (4096, "shared", True)
+    assert not EngineSettings().to_engine_config().is_host_tier_enabled  # off by default
