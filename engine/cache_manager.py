@@ -9,6 +9,14 @@ node before using its pages); insert takes over the caller's references for
 pages that become tree pages and frees the caller's duplicates; evict may
 free more pages than asked. With the radix cache disabled nothing is ever
 matched or inserted and release frees every own page.
+
+With a host tier (engine.host_tier) below the tree: admit() continues the
+device match into the host index and, when the policy measures the copy
+cheaper than recomputing, copies those pages into fresh device pages and
+inserts them into the tree before the request's prefill; the request then
+sees them as tree pages like any other (req.num_host_cached_tokens says how
+many came from the host). Device eviction writes the evicted paths back to
+the host (RadixCache.on_evict); write_through() copies a pinned prefix there.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from typing import TYPE_CHECKING
 from engine.errors import EngineError, OutOfPagesError
 
 if TYPE_CHECKING:
+    from engine.host_tier import HostTier
     from engine.kv_pool import KVPool
     from engine.radix_cache import RadixCache
     from engine.request import Request
@@ -30,11 +39,14 @@ def ceil_div(a: int, b: int) -> int:
 class CacheManager:
     """Matches, locks, allocates, inserts and releases on behalf of requests."""
 
-    def __init__(self, pool: KVPool, cache: RadixCache, *, is_enabled: bool) -> None:
+    def __init__(self, pool: KVPool, cache: RadixCache, *, is_enabled: bool, host_tier: HostTier | None = None) -> None:
         self.pool = pool
         self.cache = cache
         self.is_enabled = is_enabled
         self.page_size = pool.page_size
+        self.host_tier = host_tier if is_enabled else None
+        if self.host_tier is not None:
+            cache.on_evict = self.host_tier.write
 
     # ---- matching -----------------------------------------------------
     def match_length(self, req: Request) -> int:
@@ -54,8 +66,55 @@ class CacheManager:
             length, pages, node = match.length, list(match.pages), match.node
             if node is not None:
                 self.cache.lock(node)
+            if self.host_tier is not None:
+                loaded, length, pages, node = self._load_from_host(req, length, pages, node)
+                if is_first:  # an admission that loaded, then failed to get pages, still counts its load
+                    req.num_host_cached_tokens = max(req.num_host_cached_tokens, loaded)
         req.pages, req.tree_node = pages, node
         req.num_tree_tokens = req.num_computed = length
+
+    def _load_from_host(self, req: Request, length: int, pages: list[int], node):
+        """Extend a locked device match with host pages; returns (tokens loaded, length, pages, node).
+
+        The device path stays locked while fresh pages are allocated (their
+        eviction may write back to the host), and the host slots stay
+        referenced until their copy is in the tree, so neither tier can drop
+        what is being moved.
+        """
+        tier = self.host_tier
+        tokens = req.tokens[: req.match_limit()]
+        slots = tier.hold(req.namespace, tokens)
+        try:
+            extra = slots[length // self.page_size :]
+            if not extra or not tier.policy.should_load(len(extra)):
+                return 0, length, pages, node
+            fresh = self.allocate(len(extra))
+            if fresh is None:
+                return 0, length, pages, node
+            try:
+                tier.load(extra, fresh)
+            except BaseException:
+                self.pool.free(fresh)
+                raise
+        finally:
+            tier.release(slots)
+        end = len(slots) * self.page_size
+        self.cache.insert(req.namespace, tokens[:end], pages + fresh)
+        match = self.cache.match_prefix(req.namespace, tokens[:end], is_counted=False)
+        if match.length != end:
+            raise EngineError(f"loaded {end} tokens from the host tier but the tree matches {match.length}")
+        self.cache.lock(match.node)
+        if node is not None:
+            self.cache.unlock(node)
+        return end - length, end, list(match.pages), match.node
+
+    def write_through(self, namespace, tokens: list[int]) -> None:
+        """Copy the tree's pages of a cached prefix (a pin) to the host tier now."""
+        if self.host_tier is None:
+            return
+        pages, length = self.cache.peek_prefix(namespace, tokens)
+        if length:
+            self.host_tier.write([(namespace, tokens[:length], pages)])
 
     # ---- pages --------------------------------------------------------
     def allocate(self, num_pages: int) -> list[int] | None:

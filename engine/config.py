@@ -39,6 +39,13 @@ class EngineConfig:
     (the mode the CPU's probe times clearly faster at decode, else "none").
     prefer: "speed" (default) or "accuracy"; with "accuracy", an auto dtype and
     auto quantization mean the float32 model (engine.kernels.choose_dtype).
+
+    Host tier (engine.host_tier), off while both sizes are 0: host_tier_bytes,
+    else host_tier_tokens, sizes a shared-memory page store below the radix
+    cache. Engines given the same host_tier_name share one store (the first
+    creates it); None gives this engine a private one. A holder whose process
+    died, or that did not touch the store for host_tier_lease_s seconds, loses
+    its references.
     """
 
     model: str = "smollm2-135m"
@@ -61,6 +68,10 @@ class EngineConfig:
     max_context: int | None = None
     max_pinned_fraction: float = 0.5  # pinned pages, all namespaces together, stay within this share of the pool
     default_namespace: str = "default"
+    host_tier_tokens: int = 0
+    host_tier_bytes: int = 0
+    host_tier_name: str | None = None
+    host_tier_lease_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -78,6 +89,11 @@ class EngineConfig:
             raise ValueError(f"num_pages must be >= 1, got {self.num_pages}")
         if not 0.0 <= self.max_pinned_fraction <= 1.0:
             raise ValueError(f"max_pinned_fraction must be within [0, 1], got {self.max_pinned_fraction}")
+        for name in ("host_tier_tokens", "host_tier_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.host_tier_lease_s <= 0:
+            raise ValueError(f"host_tier_lease_s must be > 0, got {self.host_tier_lease_s}")
         if self.max_context is not None and self.max_context < 2:
             raise ValueError(f"max_context must be >= 2, got {self.max_context}")
 
@@ -87,3 +103,13 @@ class EngineConfig:
         if self.num_pages is not None:
             return self.num_pages
         return max(1, self.kv_cache_tokens // self.page_size)
+
+    @property
+    def is_host_tier_enabled(self) -> bool:
+        return bool(self.host_tier_tokens or self.host_tier_bytes)
+
+    def num_host_tier_pages(self, page_bytes: int) -> int:
+        """Host-tier slots: host_tier_bytes // page_bytes, else host_tier_tokens // page_size (at least 1)."""
+        if self.host_tier_bytes:
+            return max(1, self.host_tier_bytes // max(1, page_bytes))
+        return max(1, self.host_tier_tokens // self.page_size)

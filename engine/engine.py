@@ -113,6 +113,12 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+        self.close()
+
+    def close(self) -> None:
+        """Release what outlives the step loop (the host tier's shared memory); call after shutdown()."""
+        with self._lock:
+            self._core.close()
 
     @property
     def pool(self):

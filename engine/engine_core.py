@@ -35,6 +35,7 @@ from engine.detokenizer import Detokenizer
 from engine.errors import EngineError
 from engine.grammar.compiler import GrammarCompiler
 from engine.grammar.state import GrammarState
+from engine.host_tier import HostTier, page_bytes_of
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestStatus
 from engine.sampler import make_generator
@@ -56,7 +57,9 @@ class EngineCore:
         self.runner = runner
         self.pool = runner.pool
         self.cache = RadixCache(self.pool, int(self.pool.num_pages * self.config.max_pinned_fraction))
-        self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache)
+        self.host_tier = open_host_tier(config, self.pool)
+        self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache,
+                                          host_tier=self.host_tier)
         self.scheduler = Scheduler(config, self.cache_manager)
         self.tokenizer = runner.loaded_model.tokenizer
         self.eos_token_ids = eos_token_ids
@@ -157,7 +160,10 @@ class EngineCore:
         except Exception:  # noqa: BLE001 - find the culprit; the others go on
             logger.exception("forward failed; retrying its %d sequences one by one", len(chunks))
             chunks, logits = self._forward_one_by_one(chunks)
-        self.forward_s += time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        self.forward_s += seconds
+        if self.host_tier is not None and all(c.num_new > 1 for c in chunks):  # a prefill-only step
+            self.host_tier.policy.observe_prefill(sum(c.num_new for c in chunks), seconds)
         with self._lock:
             self._count_step(chunks)
             try:
@@ -230,7 +236,9 @@ class EngineCore:
 
     def _finish_pin(self, namespace: str, prefix: list[int], future: Future) -> None:
         try:
-            future.set_result(self.cache.pin(namespace, prefix))
+            pin_id = self.cache.pin(namespace, prefix)
+            self.cache_manager.write_through(namespace, prefix)  # a pinned prefix is in both tiers
+            future.set_result(pin_id)
         except Exception as error:  # noqa: BLE001 - QuotaExceededError etc. go to the caller
             future.set_exception(error)
 
@@ -251,4 +259,23 @@ class EngineCore:
             "pool": {"num_pages": self.pool.num_pages, "page_size": self.pool.page_size,
                      "num_free_pages": self.pool.num_free_pages},
             "cache": self.cache.stats(),
+            "host_tier": self.host_tier.stats() if self.host_tier is not None else None,
         }
+
+    def close(self) -> None:
+        """Detach from the host tier (the engine that created it also removes it)."""
+        if self.host_tier is not None:
+            self.host_tier.close()
+            self.host_tier = self.cache_manager.host_tier = None
+            self.cache.on_evict = None
+
+
+def open_host_tier(config: EngineConfig, pool) -> HostTier | None:
+    if not (config.is_host_tier_enabled and config.enable_radix_cache and pool.k_cache):
+        return None
+    page_bytes = page_bytes_of(pool)
+    tier = HostTier.open(pool, name=config.host_tier_name, num_pages=config.num_host_tier_pages(page_bytes),
+                         lease_s=config.host_tier_lease_s)
+    logger.info("host tier %s: %d pages of %d tokens (%d bytes each)", tier.store.name, tier.store.num_pages,
+                pool.page_size, page_bytes)
+    return tier

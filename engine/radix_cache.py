@@ -63,6 +63,9 @@ class RadixCache(RadixEviction, RadixPins):
         self.num_evictable_pages = 0
         self.num_evicted_pages = 0
         self.num_evicted_nodes = 0
+        # Called with [(namespace, path tokens, path pages), ...] before evicted pages are freed (host tier).
+        self.on_evict = None
+        self._root_namespaces: dict[int, Hashable] = {}
         RadixPins.__init__(self, max_pinned_pages)
 
     # ----- match / insert -----
@@ -202,6 +205,7 @@ class RadixCache(RadixEviction, RadixPins):
         state = self._namespaces.get(namespace)
         if state is None:
             state = self._namespaces[namespace] = NamespaceState()
+            self._root_namespaces[id(state.root)] = namespace
         return state
 
     def _add_leaf(self, parent: RadixNode, key: bytes, pages: bytes, now: int) -> RadixNode:

@@ -1,7 +1,10 @@
 """Eviction for the radix cache: exact LRU over evictable leaves, kept incrementally.
 
 An evictable leaf is a childless, unlocked, unpinned, non-root node. Its
-pages go back to the pool in one release_unique() call per evict().
+pages go back to the pool in one release_unique() call per evict(). When an
+eviction listener is set (the host tier's write-back), it is called once per
+evict() with (namespace, path tokens, path pages) of every evicted leaf, while
+those pages still hold their KV (before they go back to the pool).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class RadixEviction:
         want_bytes = num_pages << 2
         heap = self._heap
         pop, push, tiebreak, unlink = heapq.heappop, heapq.heappush, self._tiebreak, self._unlink_leaf
+        listener = self.on_evict
+        evicted_paths = []
         while num_bytes < want_bytes and heap:
             time, _, node = pop(heap)
             if node.pages is None or node.children or node.lock_ref or node.pin_ref:
@@ -52,6 +57,8 @@ class RadixEviction:
             if node.last_access != time:
                 push(heap, (node.last_access, next(tiebreak), node))
                 continue
+            if listener is not None:
+                evicted_paths.append(self._path_of(node))
             pages = unlink(node)
             freed.append(pages)
             num_bytes += len(pages)
@@ -60,6 +67,8 @@ class RadixEviction:
                 self._push_if_evictable(parent)
         if not freed:
             return 0
+        if evicted_paths:
+            listener(evicted_paths)
         self.pool.release_unique(b"".join(freed))
         num_freed = num_bytes >> 2
         self.num_nodes -= len(freed)
@@ -79,3 +88,12 @@ class RadixEviction:
         pages = node.pages
         node.pages = None
         return pages
+
+    def _path_of(self, node: RadixNode) -> tuple:
+        """(namespace, tokens, pages) of the path root..node, tokens and pages as int32 bytes."""
+        keys, pages = [], []
+        while node.parent is not None:
+            keys.append(node.key)
+            pages.append(node.pages)
+            node = node.parent
+        return self._root_namespaces[id(node)], b"".join(reversed(keys)), b"".join(reversed(pages))

@@ -86,7 +86,8 @@ class Request:
         self.is_prefill_only = params.max_tokens == 0
         self.finish_reason: str | None = None
         self.error: BaseException | None = None
-        self.num_cached_tokens: int | None = None
+        self.num_cached_tokens: int | None = None  # device and host hits at the first admission
+        self.num_host_cached_tokens = 0  # of those, the tokens loaded from the host tier
         self.num_computed_prefill = 0
         self.num_preemptions = 0
         self.arrival_s = time.perf_counter()
@@ -161,6 +162,7 @@ class Request:
         return Usage(
             prompt_tokens=self.num_prompt_tokens,
             cached_tokens=self.num_cached_tokens or 0,
+            host_cached_tokens=min(self.num_host_cached_tokens, self.num_cached_tokens or 0),
             computed_prefill_tokens=self.num_computed_prefill,
             completion_tokens=self.num_outputs,
             ttft_s=first - self.arrival_s,

@@ -54,7 +54,9 @@ class SamplingParams:
 class Usage:
     """Per-request accounting, sent with the final output.
 
-    cached_tokens: prompt tokens served from the radix cache at admission.
+    cached_tokens: prompt tokens served from the cache at admission, device and
+    host tier together; host_cached_tokens: of those, the ones copied in from
+    the host tier (so device hits = cached_tokens - host_cached_tokens).
     computed_prefill_tokens: tokens the model actually prefilled for this
     request (recomputation after a preemption included).
     ttft_s: submission to first token; decode_s: first token to finish.
@@ -66,6 +68,7 @@ class Usage:
     completion_tokens: int
     ttft_s: float
     decode_s: float
+    host_cached_tokens: int = 0
 
 
 @dataclass

@@ -240,6 +240,7 @@ async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
         await asyncio.to_thread(gw.log_writer.stop, True)
     if owns_engine and gw.engine is not None:
         await asyncio.to_thread(gw.engine.shutdown)
+        await asyncio.to_thread(gw.engine.close)  # detach from (or remove) its host KV tier
     gw.db_engine.dispose()
 
 

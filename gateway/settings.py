@@ -49,6 +49,13 @@ class EngineSettings(BaseModel):
     # each tenant's share of the engine under the fair policy, by tenant name; a tenant not listed has 1.0
     tenant_weights: dict[str, float] = Field(default_factory=dict)
     max_pinned_fraction: float | None = None  # the share of the KV pool all pins may hold (engine default 0.5)
+    # The host KV tier (engine.host_tier): off unless a size is given, in bytes or tokens
+    # (RADIXGATE_ENGINE__HOST_TIER_BYTES / __HOST_TIER_TOKENS); gateways given the same
+    # host_tier_name on one machine share one shared-memory store.
+    host_tier_tokens: int | None = None
+    host_tier_bytes: int | None = None
+    host_tier_name: str | None = None
+    host_tier_lease_s: float | None = None
 
     def to_engine_config(self) -> Any:
         """Build `engine.EngineConfig`, passing only fields set here and known to EngineConfig."""

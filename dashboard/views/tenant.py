@@ -25,6 +25,9 @@ columns[1].metric("Hit rate", controls.percent(stats["hit_rate"]))
 columns[2].metric("Raw-order hit rate", controls.percent(stats["raw_hit_rate"]))
 columns[3].metric("TTFT p50", "n/a" if stats["ttft_p50_ms"] is None else f"{stats['ttft_p50_ms']:.0f} ms")
 columns[4].metric("TTFT p95", "n/a" if stats["ttft_p95_ms"] is None else f"{stats['ttft_p95_ms']:.0f} ms")
+host_rate = stats.get("host_hit_rate") or 0.0
+st.caption(f"Hit rate by tier: device cache {controls.percent((stats['hit_rate'] or 0.0) - host_rate)} · "
+           f"host KV tier {controls.percent(host_rate)} ({stats.get('host_cached_tokens', 0):,} tokens copied back)")
 
 st.subheader("Hit rate over time, by template")
 series = loaders.load_series(url, "template", tenant_id, window.since, window.until, window.bucket)

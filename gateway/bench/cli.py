@@ -18,7 +18,8 @@ from gateway.bench.radix import command as radix
 from gateway.bench.rag import command as rag
 from gateway.bench.stats import command as stats
 from gateway.bench.structured import command as structured
+from gateway.bench.tier import command as tier
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy, cluster):
+for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy, cluster, tier):
     bench.register(app)

@@ -56,13 +56,15 @@ class RunRecorder:
                 self.metrics.observe_request(
                     run.caller.tenant.name, row["prompt_tokens"], row["cached_tokens"] or 0,
                     None if row["ttft_ms"] is None else row["ttft_ms"] / 1000, row["latency_ms"] / 1000, run.status,
+                    host_cached_tokens=row["host_cached_tokens"],
                 )
         except Exception:  # recording must never fail a request
             log.exception("could not record request %s", run.request_id)
         log.info(
-            "chat tenant=%s status=%s%s prompt=%d cached=%s shadow=%s completion=%d ttft_ms=%s latency_ms=%.0f backend=%s template=%s",
+            "chat tenant=%s status=%s%s prompt=%d cached=%s (host %d) shadow=%s completion=%d ttft_ms=%s latency_ms=%.0f backend=%s template=%s",
             run.caller.tenant.name, run.status, f"({run.error_code})" if run.error_code else "",
-            row["prompt_tokens"], "-" if row["cached_tokens"] is None else row["cached_tokens"], row["shadow_cached_tokens"], row["completion_tokens"],
+            row["prompt_tokens"], "-" if row["cached_tokens"] is None else row["cached_tokens"], row["host_cached_tokens"],
+            row["shadow_cached_tokens"], row["completion_tokens"],
             "-" if row["ttft_ms"] is None else f"{row['ttft_ms']:.0f}", row["latency_ms"], row["backend"], row["template"],
         )
 
@@ -85,6 +87,7 @@ def log_row(run: ChatRun, attributor: MissAttributor | None) -> dict[str, Any]:
         "cached_tokens": run.delivered_cached_tokens(),
         "predicted_cached_tokens": getattr(run.backend, "predicted_cached_tokens", None),
         "failovers": getattr(run.backend, "num_failovers", None),
+        "host_cached_tokens": run.usage.host_cached_tokens if run.usage is not None else 0,
         "completion_tokens": usage.completion_tokens,
         "shadow_cached_tokens": run.shadow_cached_tokens,
         **canonical_fields(run),

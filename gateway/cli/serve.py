@@ -43,12 +43,19 @@ def serve(
                                    "of the config (their tokenizer from remote_tokenizer or the model's files)."),
     routing: str = typer.Option(None, "--routing", help="How requests spread over remotes: affinity (default), "
                                 "random, round_robin or least_load."),
+    host_tier_tokens: int = typer.Option(None, "--host-tier-tokens", help=(
+        "Host KV tier size in tokens: device-evicted prefixes are kept in shared memory and copied back on a hit "
+        "(default 0: off).")),
+    host_tier_bytes: int = typer.Option(None, "--host-tier-bytes", help="Host KV tier size in bytes (wins over tokens)."),
+    host_tier_name: str = typer.Option(None, "--host-tier-name", help=(
+        "Shared-memory name of the host tier: gateways on this machine given the same name share its hits.")),
 ) -> None:
     """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
     migrate the database, load the model, then run uvicorn."""
+    engine = {"policy": policy, "max_queue_wait_s": max_queue_wait_s, "host_tier_tokens": host_tier_tokens,
+              "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name}
     settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
-                             model=model, engine={"policy": policy, "max_queue_wait_s": max_queue_wait_s},
-                             no_engine=no_engine, routing=routing)
+                             model=model, engine=engine, no_engine=no_engine, routing=routing)
     configure_logging(settings.log_level)
     import uvicorn
 

@@ -200,7 +200,7 @@ class Pin(Base):
 STATS_COLUMNS = (
     "status", "template", "miss_cause", "error_code",
     "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "completion_tokens", "ttft_ms",
-    "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens",
+    "canonicalized", "canonical_cached_tokens", "canonical_prompt_tokens", "host_cached_tokens",
 )
 
 
@@ -245,6 +245,7 @@ class RequestLog(Base):
     # the router's predicted hit on the node it chose (routing/route_index.py); None: not routed
     predicted_cached_tokens: Mapped[int | None] = mapped_column(Integer)
     failovers: Mapped[int | None] = mapped_column(Integer)  # nodes that failed before their first output
+    host_cached_tokens: Mapped[int] = mapped_column(Integer, default=0)  # of cached_tokens, from the host tier
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     shadow_cached_tokens: Mapped[int | None] = mapped_column(Integer)  # raw order, unbounded cache
     # The canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py);

@@ -12,7 +12,8 @@ from gateway.db.models import RequestLog as R
 
 BUCKETS = ("hour", "day")
 SUM_KEYS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "shadow_cached_tokens",
-            "shadow_prompt_tokens", "canonical_cached_tokens", "canonical_prompt_tokens", "errors", "ttft_requests")
+            "shadow_prompt_tokens", "canonical_cached_tokens", "canonical_prompt_tokens", "errors", "ttft_requests",
+            "host_cached_tokens")
 
 
 def sum_columns() -> list:
@@ -29,6 +30,7 @@ def sum_columns() -> list:
         func.coalesce(func.sum(R.canonical_prompt_tokens), 0).label("canonical_prompt_tokens"),
         func.coalesce(func.sum(case((R.status != "ok", 1), else_=0)), 0).label("errors"),
         func.count(R.ttft_ms).label("ttft_requests"),
+        func.coalesce(func.sum(R.host_cached_tokens), 0).label("host_cached_tokens"),
     ]
 
 
@@ -80,7 +82,8 @@ def rollup(rows: list[dict], key_dims: tuple[str, ...]) -> dict[tuple, dict[str,
 def finish(sums: dict[str, int]) -> dict:
     """Counts plus token-weighted rates (None when the denominator is 0)."""
     out = {name: sums[name] for name in SUM_KEYS if name not in ("shadow_prompt_tokens", "ttft_requests")}
-    out["hit_rate"] = ratio(sums["cached_tokens"], sums["prompt_tokens"])
+    out["hit_rate"] = ratio(sums["cached_tokens"], sums["prompt_tokens"])  # device and host tier hits
+    out["host_hit_rate"] = ratio(sums["host_cached_tokens"], sums["prompt_tokens"])
     out["raw_hit_rate"] = ratio(sums["shadow_cached_tokens"], sums["shadow_prompt_tokens"])
     out["canonical_hit_rate"] = ratio(sums["canonical_cached_tokens"], sums["canonical_prompt_tokens"])
     out["attainable_hit_rate"] = out["canonical_hit_rate"]  # the same figure, by definition

@@ -2,7 +2,7 @@
 
 Contract: every function takes a Session and never commits; `since` is inclusive, `until`
 exclusive, both timezone-aware (None = unbounded); `tenant_id=None` means all tenants.
-Rates are token-weighted, computed from stored counts: hit_rate = sum(cached) / sum(prompt);
+Rates are token-weighted, computed from stored counts: hit_rate = sum(cached) / sum(prompt) (device and host tier hits); host_hit_rate = sum(host_cached) / sum(prompt);
 raw_hit_rate = sum(shadow_cached) / sum(prompt) over rows that carry a shadow figure;
 canonical_hit_rate (= attainable_hit_rate) = sum(canonical_cached) / sum(canonical_prompt), the
 canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py),

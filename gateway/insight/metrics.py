@@ -6,6 +6,10 @@ Series (all prefixed `radixgate_`):
   ttft_seconds / latency_seconds          histograms (no tenant label: bounded cardinality)
   engine_cached_tokens, engine_pinned_tokens, engine_evictable_tokens, engine_evictions (evicted nodes),
   engine_evicted_tokens                   gauges: a snapshot of Engine.stats() (its "cache" dict)
+  host_tier_capacity_tokens, host_tier_used_tokens, host_tier_hit_tokens, host_tier_loads,
+  host_tier_bytes_copied, host_tier_copy_seconds, host_tier_evicted_pages
+                                          gauges: Engine.stats()["host_tier"] (absent while the tier is off)
+  host_cached_tokens_total{tenant}        prompt tokens copied in from the host tier (part of cached_tokens)
   log_queue_depth (gauge), log_dropped_rows_total (counter)
 """
 
@@ -24,6 +28,15 @@ ENGINE_GAUGES = {
     "evictions": ("evictions", "num_evictions", "evicted_nodes"),
     "evicted_tokens": ("evicted_tokens", "num_evicted_tokens"),
 }
+HOST_TIER_GAUGES = {  # gauge suffix -> key of Engine.stats()["host_tier"]
+    "capacity_tokens": "capacity_tokens",
+    "used_tokens": "used_tokens",
+    "hit_tokens": "hit_tokens",
+    "loads": "loads",
+    "bytes_copied": "bytes_copied",
+    "copy_seconds": "copy_s",
+    "evicted_pages": "evicted_pages",
+}
 
 
 class Metrics:
@@ -39,6 +52,12 @@ class Metrics:
             name: Gauge(f"radixgate_engine_{name}", f"Engine radix cache: {name.replace('_', ' ')}", registry=r)
             for name in ENGINE_GAUGES
         }
+        self.host_tier = {
+            name: Gauge(f"radixgate_host_tier_{name}", f"Host KV tier: {name.replace('_', ' ')}", registry=r)
+            for name in HOST_TIER_GAUGES
+        }
+        self.host_cached_tokens = Counter("radixgate_host_cached_tokens", "Prompt tokens copied in from the host tier",
+                                          ["tenant"], registry=r)
         self.log_queue_depth = Gauge("radixgate_log_queue_depth", "Request-log rows waiting to be written", registry=r)
         self.log_dropped = Counter("radixgate_log_dropped_rows", "Request-log rows dropped", registry=r)
         self._num_dropped_seen = 0
@@ -52,11 +71,14 @@ class Metrics:
         ttft_s: float | None,
         latency_s: float | None,
         status: str,
+        host_cached_tokens: int = 0,
     ) -> None:
         """Record one finished request (status: "ok" / "error" or an error code)."""
         self.requests.labels(tenant=tenant, status=status).inc()
         self.prompt_tokens.labels(tenant=tenant).inc(max(0, prompt_tokens))
         self.cached_tokens.labels(tenant=tenant).inc(max(0, cached_tokens))
+        if host_cached_tokens > 0:
+            self.host_cached_tokens.labels(tenant=tenant).inc(host_cached_tokens)
         if ttft_s is not None:
             self.ttft.observe(ttft_s)
         if latency_s is not None:
@@ -69,6 +91,12 @@ class Metrics:
             value = first_number(sources, keys)
             if value is not None:
                 self.engine[name].set(value)
+        tier = stats.get("host_tier")
+        if isinstance(tier, dict):
+            for name, key in HOST_TIER_GAUGES.items():
+                value = first_number([tier], (key,))
+                if value is not None:
+                    self.host_tier[name].set(value)
 
     def set_log_queue(self, depth: int, dropped: int) -> None:
         """`dropped` is the writer's running total; the counter advances by the difference."""

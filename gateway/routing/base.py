@@ -106,6 +106,7 @@ class BackendUsage:
     completion_tokens: int
     ttft_s: float | None = None
     decode_s: float | None = None
+    host_cached_tokens: int = 0  # of cached_tokens, those the engine copied in from its host tier
 
 
 @dataclass(frozen=True)

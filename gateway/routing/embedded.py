@@ -96,4 +96,5 @@ def to_usage(usage) -> BackendUsage | None:
         completion_tokens=usage.completion_tokens,
         ttft_s=usage.ttft_s,
         decode_s=usage.decode_s,
+        host_cached_tokens=usage.host_cached_tokens,
     )

@@ -1,7 +1,7 @@
 """Fleet routing in the request log: predicted hit, failovers, and cached_tokens that may be unknown.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-02
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: str | None = "0007"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

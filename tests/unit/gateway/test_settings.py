@@ -75,3 +75,11 @@ def test_serve_flags_override_engine_settings_and_keep_the_rest_from_env(monkeyp
     settings = load_settings(model="tiny", engine={"policy": "lpm", "max_queue_wait_s": None})
     assert (settings.engine.model, settings.engine.policy, settings.engine.page_size) == ("tiny", "lpm", 32)
     assert settings.engine.max_queue_wait_s is None
+
+
+def test_host_tier_settings_reach_the_engine_config():
+    from gateway.settings import EngineSettings
+
+    config = EngineSettings(host_tier_tokens=4096, host_tier_name="shared").to_engine_config()
+    assert (config.host_tier_tokens, config.host_tier_name, config.is_host_tier_enabled) == (4096, "shared", True)
+    assert not EngineSettings().to_engine_config().is_host_tier_enabled  # off by default
