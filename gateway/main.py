@@ -133,11 +133,15 @@ def build_services(gw: GatewayState) -> None:
     gw.log_writer.start()
     page_size = gw.engine.config.page_size if gw.engine is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
+    if gw.engine is not None:
+        from gateway.canonicalize.encode_cache import EncodeCache
+
+        gw.encode_cache = EncodeCache(gw.engine.tokenizer)
     if settings.canonical_shadow:
         from gateway.insight.counterfactual import CanonicalShadow
 
         index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-        gw.canonical_shadow = CanonicalShadow(index, gw.engine.tokenizer if gw.engine is not None else None)
+        gw.canonical_shadow = CanonicalShadow(index, gw.encode_cache)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
         from gateway.db.engine_snapshots import EngineSnapshotter
