@@ -150,11 +150,15 @@ def build_services(gw: GatewayState) -> None:
     gw.log_writer.start()
     page_size = gw.prompt_model.page_size if gw.prompt_model is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
+    if gw.prompt_model is not None:
+        from gateway.canonicalize.encode_cache import EncodeCache
+
+        gw.encode_cache = EncodeCache(gw.prompt_model.tokenizer)
     if settings.canonical_shadow:
         from gateway.insight.counterfactual import CanonicalShadow
 
         index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-        gw.canonical_shadow = CanonicalShadow(index, gw.prompt_model.tokenizer if gw.prompt_model is not None else None)
+        gw.canonical_shadow = CanonicalShadow(index, gw.encode_cache)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
         from gateway.db.engine_snapshots import EngineSnapshotter

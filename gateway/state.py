@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from engine import Engine
     from gateway.db.engine_snapshots import EngineSnapshotter
+    from gateway.canonicalize.encode_cache import EncodeCache
     from gateway.db.log_writer import LogWriter
     from gateway.insight.counterfactual import CanonicalShadow
     from gateway.insight.metrics import Metrics
@@ -52,6 +53,7 @@ class GatewayState:
     session_factory: sessionmaker[Session]
     engine: Engine | None = None
     templates: TemplateRegistry | None = None
+    encode_cache: EncodeCache | None = None  # the engine's tokenizer, shared by the request path and the canonical shadow
     log_writer: LogWriter | None = None
     shadow: ShadowIndex | None = None
     canonical_shadow: CanonicalShadow | None = None  # None: off (settings.canonical_shadow)

@@ -86,14 +86,15 @@ def prepare_for_tenant(
     gw: GatewayState, tenant: Tenant, body: ChatCompletionRequest, model_id: str, tenant_template: TenantTemplate | None,
     received_at: datetime | None = None,
 ) -> PreparedRequest:
-    """`prepare_request` with this gateway's templates and embedded engine, and the tenant's dynamic rules,
-    after the body's limits (request_limits.py) are checked."""
+    """`prepare_request` with this gateway's templates and embedded engine (its tokenizer behind the
+    gateway's shared EncodeCache), and the tenant's dynamic rules, after the body's limits
+    (request_limits.py) are checked."""
     check_request_limits(body, gw.settings.limits)
     model = gw.prompt_model
     prepared = prepare_request(
         body,
         templates=gw.templates,
-        tokenizer=model.tokenizer,
+        tokenizer=gw.encode_cache or model.tokenizer,
         model_id=model_id,
         max_context=model.max_context,
         default_max_tokens=gw.settings.default_max_tokens,

@@ -23,9 +23,8 @@ def doctor(
     from gateway.db.insight_queries import find_tenant
     from gateway.db.doctor import diagnose
     from gateway.db.session import make_engine, make_session_factory
-    from gateway.settings import Settings
 
-    url = db or Settings().db_url
+    url = db or default_db_url()
     require_database_file(url)
     since = datetime.now(timezone.utc) - timedelta(hours=hours) if hours else None
     engine = make_engine(url)
@@ -41,6 +40,14 @@ def doctor(
         typer.echo(json.dumps(diagnosis.to_dict(), indent=2, default=str))
     else:
         print_report(diagnosis)
+
+
+def default_db_url() -> str:
+    """The configured database URL. Imported only when --db is not given: the settings (pydantic)
+    are a good part of this command's start-up, which is most of its time on a small log."""
+    from gateway.settings import Settings
+
+    return Settings().db_url
 
 
 def require_database_file(url: str) -> None:

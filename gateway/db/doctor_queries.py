@@ -197,8 +197,8 @@ def shared_by_system_key(
         select(*keys, func.min(R.created_at).label("first_seen"), func.sum(shared).label("shared"),
                func.count().label("num_shared"), func.sum(case((cold > shared, 1), else_=0)).label("num_cold_beyond_shared"))
         .where(*window(tenant_id, since, until), R.prompt_tokens > 0, shared > 0, R.system_hash.is_not(None))
-        .group_by(*keys)
-    )
+        .group_by(R.tenant_id, *keys)  # one tenant: the same groups, in an order no index has, so that
+    )                                  # SQLite reads the tenant's range of the doctor index, not all system keys
     return [SharedKey(**row._mapping) for row in session.execute(query)]
 
 

@@ -204,11 +204,12 @@ STATS_COLUMNS = (
 )
 
 
-# What the doctor's loss query reads, behind tenant and time: its index covers it.
+# What the doctor's per-tenant queries read (gateway/db/doctor_queries.py), behind tenant and time:
+# its index covers every one of them (the loss sums, the system-prefix keys, the tool-list count).
 DOCTOR_COLUMNS = (
     "tenant_id", "created_at", "canonicalized", "was_canonical", "miss_cause", "sections_found", "dynamic_patterns",
     "prompt_tokens", "cached_tokens", "shadow_cached_tokens", "canonical_cached_tokens", "canonical_prompt_tokens",
-    "static_prefix_tokens", "system_prefix_tokens",
+    "static_prefix_tokens", "system_prefix_tokens", "system_hash", "tools_hash",
 )
 
 

@@ -17,8 +17,9 @@ arrival order, as the engine would have seen the requests. A request's figures:
     system_prefix_tokens   its system + tools part, what tenants of one cache group can share
 
 Memory is bounded like the raw shadow's: LRU pages per domain, LRU domains (see ShadowIndex).
-`tokenizer` is the given one behind an EncodeCache owned by the worker: a tenant's static
-segments repeat, so rendering a raw request canonically mostly looks their ids up.
+`tokenizer` is the given one behind an EncodeCache (the gateway passes the one its request path
+encodes through): a tenant's static segments repeat, and a raw request's canonical rendering
+repeats pieces its raw rendering just encoded, so rendering it canonically mostly looks ids up.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class CanonicalShadow:
 
     def __init__(self, index: ShadowIndex, tokenizer: Any = None) -> None:
         self.index = index
-        self.tokenizer = EncodeCache(tokenizer) if tokenizer is not None else None  # use on the worker only
+        is_cached = tokenizer is None or isinstance(tokenizer, EncodeCache)
+        self.tokenizer = tokenizer if is_cached else EncodeCache(tokenizer)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="canonical-shadow")
 
     def observe(self, namespace: Hashable, prompt: CanonicalPrompt) -> CanonicalFigures:

@@ -5,7 +5,8 @@ For each workload row sent raw (canonicalize: false), the request path prepares 
 then, on its own worker, renders and tokenizes the canonical prompt and walks its radix index
 (`render_canonical` + `CanonicalShadow.observe`). Both are timed on the same rows with the
 default model's tokenizer and the built-in templates (no engine, no server); medians over
-`repeats` passes, each on fresh shadow indexes and a fresh encode cache, as the gateway's shadow uses. It prices the work, not its effect on a loaded
+`repeats` passes, each on fresh shadow indexes and a fresh encode cache that both share, as in the
+gateway (gateway/main.py: the request path and the shadow encode through one EncodeCache). It prices the work, not its effect on a loaded
 server: that is what `--shadow-overhead` measures.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from gateway.canonicalize.encode_cache import EncodeCache
 from gateway.chat.prepare import prepare_request, render_canonical
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.insight.counterfactual import CanonicalShadow
@@ -33,13 +35,13 @@ def load_tokenizer():
 
 def time_pass(rows: list[dict], templates, tokenizer) -> tuple[float, float]:
     """Seconds of (raw preparation, canonical shadow work) over all rows, one pass."""
-    shadow = CanonicalShadow(ShadowIndex(page_size=16), tokenizer)
+    shadow = CanonicalShadow(ShadowIndex(page_size=16), EncodeCache(tokenizer))
     prepare_s = shadow_s = 0.0
     try:
         for row in rows:
             body = ChatCompletionRequest(**{**row["body"], "canonicalize": False})
             start = time.perf_counter()
-            prepared = prepare_request(body, templates=templates, tokenizer=tokenizer, model_id="m",
+            prepared = prepare_request(body, templates=templates, tokenizer=shadow.tokenizer, model_id="m",
                                        max_context=MAX_CONTEXT, default_max_tokens=8)
             middle = time.perf_counter()
             canonical = render_canonical(templates, prepared.sections, shadow.tokenizer, body.template, None)

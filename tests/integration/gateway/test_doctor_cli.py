@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -42,3 +44,18 @@ def test_doctor_rejects_unknown_tenants_and_missing_files(seeded_url, tmp_path):
     missing = tmp_path / "missing.db"
     result = CliRunner().invoke(app, ["doctor", "--tenant", "acme", "--db", f"sqlite:///{missing}"])
     assert result.exit_code == 2 and not missing.exists()
+
+
+def test_doctor_process_imports_neither_the_model_stack_nor_the_settings(seeded_url):
+    """The command a user runs: a fresh interpreter importing only the database layer and typer."""
+    code = (
+        "import sys\nfrom gateway.cli import app\n"
+        f"sys.argv = ['radixgate', 'doctor', '--tenant', 'globex', '--db', {seeded_url!r}, '--json']\n"
+        "try:\n    app()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "heavy = ('torch', 'transformers', 'litellm', 'streamlit', 'pandas', 'numpy', 'engine', 'gateway.settings')\n"
+        "print('IMPORTED', [name for name in heavy if name in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert '"tenant_name": "globex"' in result.stdout
+    assert "IMPORTED []" in result.stdout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from gateway.canonicalize.encode_cache import EncodeCache
@@ -45,3 +47,18 @@ def test_least_recently_used_texts_are_forgotten():
     assert cache.eos_token == "</s>"  # other attributes are the tokenizer's
     with pytest.raises(ValueError):
         EncodeCache(tokenizer, max_entries=0)
+
+
+def test_threads_sharing_one_cache_get_the_tokenizers_ids():
+    tokenizer = CountingTokenizer()
+    cache = EncodeCache(tokenizer, max_entries=8)
+    texts = [f"segment {i % 12}" for i in range(400)]
+
+    def encode_all(_):
+        return [cache.encode(text, add_special_tokens=False) for text in texts]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(encode_all, range(4)))
+    expected = [tokenizer.encode(text) for text in texts]
+    assert all(result == expected for result in results)
+    assert len(cache._ids) <= 8

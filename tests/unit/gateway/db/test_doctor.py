@@ -199,3 +199,31 @@ def test_prefill_cost_is_ttft_per_uncached_token(session):
         R.status == "ok", R.prompt_tokens > R.cached_tokens)).all()
     expected = sum(r.ttft_ms for r in rows) / sum(r.prompt_tokens - r.cached_tokens for r in rows)
     assert prefill_ms_per_token(session, None, None) == pytest.approx(expected)
+
+
+def test_shared_keys_are_one_tenants_first_sightings_per_system_prefix(session):
+    """Whatever the window (unbounded, as the CLI reads it, or bounded): rows without a system hash
+    or without a shared gain, and other tenants' rows, make no key; each (system, tools) pair is one."""
+    from gateway.db.doctor_queries import shared_by_system_key
+    from tests.support.dashboard_seed import log as log_row
+
+    first, other = Tenant(name="first", pin_quota_tokens=0), Tenant(name="other", pin_quota_tokens=0)
+    session.add_all([first, other])
+    session.flush()
+    cold = dict(system_prefix_tokens=300, static_prefix_tokens=300, canonical_cached_tokens=0)
+    at = NOW - timedelta(hours=2)
+    session.add_all([
+        log_row(first, at, 500, 0, system_hash="s1", tools_hash="t1", **cold),
+        log_row(first, at + timedelta(minutes=1), 500, 100, system_hash="s1", tools_hash="t1", **cold),
+        log_row(first, at + timedelta(minutes=2), 500, 0, system_hash="s1", tools_hash=None, **cold),
+        log_row(first, at + timedelta(minutes=3), 500, 0, system_hash=None, tools_hash="t1", **cold),
+        log_row(first, at + timedelta(minutes=4), 500, 400, system_hash="s2", tools_hash=None, **cold),  # no gain
+        log_row(other, at - timedelta(minutes=5), 500, 0, system_hash="s1", tools_hash="t1", **cold),
+    ])
+    session.flush()
+    for window in ((None, None), (NOW - timedelta(hours=3), NOW)):
+        keys = {key.system_key: key for key in shared_by_system_key(session, first.id, *window)}
+        assert set(keys) == {("s1", None), ("s1", "t1")}
+        assert (keys[("s1", "t1")].shared, keys[("s1", "t1")].num_shared) == (300 + 200, 2)
+        assert keys[("s1", "t1")].first_seen == at
+        assert (keys[("s1", None)].shared, keys[("s1", None)].num_shared) == (300, 1)
