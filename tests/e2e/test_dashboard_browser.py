@@ -1,4 +1,5 @@
-"""The real dashboard in a real headless Chromium: overview renders its chart and a seeded tenant.
+"""The real dashboard in a real headless Chromium: signed in with the admin key, the overview
+renders its chart and a seeded tenant, and the doctor page opens from the sidebar.
 
 Starts `streamlit run dashboard/app.py` on a free loopback port over a seeded SQLite
 file, drives Debian's /usr/bin/chromium through Playwright (no downloaded browsers),
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.dashboard_seed import create_seeded_db
+from tests.support.dashboard_seed import create_seeded_db, issue_seed_keys
 from tests.support.server_process import free_port
 from tests.support.paths import REPO_ROOT
 
@@ -55,6 +56,7 @@ def wait_until_idle(page, timeout_ms: int = 60_000) -> None:
 def dashboard_url(tmp_path):
     db_url = f"sqlite:///{tmp_path / 'seeded.db'}"
     create_seeded_db(db_url)
+    admin_key = issue_seed_keys(db_url)["admin"]
     port = free_port()
     command = [
         sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "dashboard" / "app.py"),
@@ -68,7 +70,7 @@ def dashboard_url(tmp_path):
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(base_url, process)
-        yield base_url
+        yield base_url, admin_key
     finally:
         process.terminate()
         try:
@@ -82,6 +84,7 @@ def dashboard_url(tmp_path):
 def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
+    dashboard_url, admin_key = dashboard_url
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} missing: run `make browser` (apt-get install chromium)")
     screenshot = tmp_path / "overview.png"
@@ -93,6 +96,13 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
         try:
             page = context.new_page()
             page.goto(dashboard_url, wait_until="domcontentloaded")
+            field = page.get_by_label("API key")
+            field.wait_for(timeout=60_000)
+            wait_until_idle(page)
+            body_before = page.inner_text("body")
+            field.fill(admin_key)
+            field.press("Enter")
+            page.wait_for_selector("text=Signed in as", timeout=60_000)
             page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=60_000)
             page.wait_for_selector("text=Hit rate over time", timeout=30_000)
             wait_until_idle(page)
@@ -100,8 +110,8 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
             page.screenshot(path=str(screenshot), full_page=True)
             body = page.inner_text("body")
             num_exceptions = page.locator("[data-testid='stException']").count()
-            # A bookmarked page URL still runs through app.py's navigation (sidebar, refresh control).
-            page.goto(f"{dashboard_url}/doctor", wait_until="domcontentloaded")
+            # The sign-in lives in the browser session, so the doctor opens from the sidebar.
+            page.locator("[data-testid='stSidebarNavLink']", has_text="Cache doctor").click()
             page.wait_for_selector("text=Fix first:", timeout=60_000)
             page.get_by_role("button", name="Refresh data").wait_for(timeout=30_000)
             wait_until_idle(page)
@@ -110,6 +120,7 @@ def test_overview_renders_chart_and_tenant_in_headless_chromium(dashboard_url, t
         finally:
             context.close()
     assert screenshot.stat().st_size > 10_000
+    assert "acme" not in body_before  # no data before signing in
     assert "acme" in body and "Prefix-cache overview" in body
     assert num_exceptions == 0 and "Traceback" not in body
     assert "Refresh data" in doctor_body and "Cache doctor" in doctor_body

@@ -322,11 +322,14 @@ def test_radix_cache_matches_reference_model_over_2000_steps():
     run_state_machine_as_test(
         RadixMachine,
         settings=settings(
-            max_examples=100,
+            # Derandomized, yet what Hypothesis draws still depends on the process: it mixes in
+            # constants from every local module imported so far (so on which tests ran first).
+            # 250 runs keep each event count below well above its floor whatever ran before.
+            max_examples=250,
             stateful_step_count=50,
             deadline=None,
             database=None,
-            derandomize=True,  # the same 100 runs in CI every time; the event counts below hold for them
+            derandomize=True,
             suppress_health_check=list(HealthCheck),
         ),
     )
