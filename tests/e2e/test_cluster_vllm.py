@@ -10,16 +10,16 @@ from gateway.bench.cluster.fleet import Fleet, Remote
 from gateway.bench.cluster.run import run_mode
 from gateway.bench.cluster.salts import salt_check
 from gateway.bench.workloads.agent import generate_workload
-from tests.support.vllm_server import SERVED_NAME, VllmServer, default_model_dir, vllm_python
+from tests.support.vllm_server import SERVED_NAME, default_model_dir, vllm_python, vllm_server
 
 pytestmark = pytest.mark.slow
 
 
 def test_edge_routes_onto_vllm_and_keeps_tenants_caches_apart():
     python, model_dir = vllm_python(), default_model_dir()
-    with VllmServer(python, model_dir) as first, VllmServer(python, model_dir) as second:
-        remotes = [Remote("vllm0", first.url, kind="vllm", model=SERVED_NAME),
-                   Remote("vllm1", second.url, kind="vllm", model=SERVED_NAME)]
+    with vllm_server(python, model_dir) as first, vllm_server(python, model_dir) as second:
+        remotes = [Remote("vllm0", f"{first.url}/v1", kind="vllm", model=SERVED_NAME),
+                   Remote("vllm1", f"{second.url}/v1", kind="vllm", model=SERVED_NAME)]
         with Fleet.in_front_of(remotes, ["affinity"]) as fleet:
             rows = [{**r, "body": {**r["body"], "tool_choice": "none"}} if r["body"].get("tools") else r
                     for r in generate_workload(9, seed=2)]
