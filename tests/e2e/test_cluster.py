@@ -1,9 +1,9 @@
 """A real fleet on loopback: three `radixgate serve` nodes (embedded engine each) and edges
 (`serve --no-engine`) in front of them, one per routing mode, replaying the agent workload.
 
-Shown: affinity routing keeps the fleet's hit rate within 5 points of one node's; random routing
-is clearly lower; killing a node mid-run loses no request that had not yet streamed a token (they
-fail over); the edge reports the node down, and up again once it is restarted.
+Shown: killing a node mid-run loses no request that had not yet streamed a token (they fail over);
+the edge reports the node down, and up again once it is restarted. (The hit rate per routing mode
+against one node's is measured by `radixgate bench cluster`; its test is not in the tree yet: issue 19.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from gateway.bench.cluster.fleet import Fleet
-from gateway.bench.cluster.run import run_mode, run_single, warm_up
+from gateway.bench.cluster.run import run_mode, warm_up
 from gateway.bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ RECOVERY_TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def fleet():
-    with Fleet.local(num_nodes=3, modes=["affinity", "random"], kv_cache_tokens=16384) as started:
+    with Fleet.local(num_nodes=3, modes=["affinity"], kv_cache_tokens=16384) as started:
         yield started
 
 
@@ -41,24 +41,8 @@ def node_states(edge) -> dict[str, str]:
     return {b["name"]: b["state"] for b in response.json()["backends"]}
 
 
-def test_affinity_keeps_one_nodes_hit_rate_and_random_does_not(fleet, rows):
-    warm_up(fleet, rows)
-    single = run_single(fleet.nodes[0], rows, max_tokens=2)
-    affinity = run_mode(fleet.edges["affinity"], "affinity", rows, max_tokens=2)
-    random_ = run_mode(fleet.edges["random"], "random", rows, max_tokens=2)
-    print(f"\nhit rate: single {single['hit_rate']:.3f}, affinity {affinity['hit_rate']:.3f} "
-          f"(predicted {affinity['predicted_hit_rate']}), random {random_['hit_rate']:.3f}; "
-          f"per node {affinity['per_node_requests']} / {random_['per_node_requests']}")
-    for result in (single, affinity, random_):
-        assert result["completed"] == result["requests"] == NUM_REQUESTS and result["lost"] == 0
-    assert single["hit_rate"] > 0.3
-    assert affinity["hit_rate"] >= single["hit_rate"] - 0.05
-    assert random_["hit_rate"] < affinity["hit_rate"] - 0.1
-    assert affinity["predicted_hit_rate"] is not None and affinity["predicted_hit_rate"] > 0
-    assert sum(affinity["per_node_requests"].values()) == NUM_REQUESTS
-
-
 def test_killing_a_node_mid_run_loses_nothing_unstreamed_and_the_edge_sees_it_leave_and_return(fleet, rows):
+    warm_up(fleet, rows)
     edge = fleet.edges["affinity"]
     seen: list[str] = []
     stop = threading.Event()
