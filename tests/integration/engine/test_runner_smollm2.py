@@ -10,6 +10,11 @@ from engine.runner import ModelRunner
 
 pytestmark = pytest.mark.slow
 
+# float32 against float32: the two sum in different orders (oneDNN's packed linears vs transformers'
+# matmuls) over 30 layers; SmolLM2's logits (|x| up to ~30) then differ by up to ~1e-4 — 1.01e-4 seen
+# with transformers 5.24 — so the bound is 2e-4, still float32 rounding (a bf16 step would be ~1e-1).
+LOGITS_TOLERANCE = 2e-4
+
 QUESTIONS = ["What is the capital of France?", "Write a short poem about the sea.", "Explain how rainbows form."]
 
 
@@ -19,12 +24,12 @@ def chat_ids(tokenizer, question):
 
 
 def test_smollm2_ragged_logits_match_reference(smollm, smollm_reference):
-    driver = Driver(smollm_reference, smollm, page_size=16, num_pages=64)
+    driver = Driver(smollm_reference, smollm, page_size=16, num_pages=64, tolerance=LOGITS_TOLERANCE)
     p, q, r = (chat_ids(smollm.tokenizer, text) for text in QUESTIONS)
     driver.step([("p", p[:20]), ("q", q)])
     driver.step([("p", p[20:]), ("q", [28]), ("r", r)])  # prefix split + decode token + fresh prefill
     driver.step([("p", [330]), ("q", [284]), ("r", [42])])
-    assert driver.max_diff <= 1e-4
+    assert driver.max_diff <= LOGITS_TOLERANCE
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
