@@ -1,10 +1,13 @@
-"""What every engine bench checks after a pass: no KV page leaked, no request failed."""
+"""What every engine bench checks after a pass: no KV page leaked, no request failed; and the queue
+deadline engine benches run under (they queue whole workloads at once: nothing may time out there)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from engine import Engine, EngineError, RequestOutput
+
+NO_QUEUE_DEADLINE_S = 24 * 3600.0
 
 
 def flush_and_check(engine: Engine, finals: Sequence[RequestOutput]) -> None:

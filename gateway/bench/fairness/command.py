@@ -8,11 +8,9 @@ from typing import Optional
 import typer
 
 from gateway.bench.output import write_json, write_plot
+from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
-
-
-NO_DEADLINE_S = 24 * 3600.0
 
 
 def register(app: typer.Typer) -> None:
@@ -52,7 +50,7 @@ def fairness(
                                  flood_concurrency=flood_concurrency, cold_gap_s=cold_gap_s)
     # no queue deadline: a starved cold request is measured, not cut off
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running,
-                          kv_cache_tokens=kv_cache_tokens, max_queue_wait_s=NO_DEADLINE_S)
+                          kv_cache_tokens=kv_cache_tokens, max_queue_wait_s=NO_QUEUE_DEADLINE_S)
     runner = make_runner(loaded, config)
     typer.echo(f"flood: {flood_concurrency} in flight over {num_prefixes} warm prefixes of "
                f"{len(workload.flood_prefixes[0])} tokens; cold: {num_cold} prompts of ~{len(workload.cold_prompts[0])} "

@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 
 from engine import Engine, EngineConfig, KVPool, RadixCache, RequestOutput, SamplingParams
-from gateway.bench.pass_check import flush_and_check
+from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S, flush_and_check
 from gateway.bench.policy.prompts import AgentRequest
 from gateway.bench.progress import Progress
 
@@ -83,7 +83,9 @@ def run_policy_bench(runner, config: EngineConfig, requests: list[AgentRequest],
     for round_index in range(repeat):
         for policy in policies:
             label = f"{policy} #{round_index + 1}"
-            runs[policy].append(run_one(runner, replace(config, policy=policy), requests, label, progress))
+            # the whole workload is queued at once by design: no request may time out in the queue
+            unbounded_wait = replace(config, policy=policy, max_queue_wait_s=NO_QUEUE_DEADLINE_S)
+            runs[policy].append(run_one(runner, unbounded_wait, requests, label, progress))
     per_policy = {}
     for policy, results in runs.items():
         summary = {key: statistics.median(r[key] for r in results) for key in results[0]}

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 
 from engine import Engine, EngineConfig, RequestOutput, SamplingParams
-from gateway.bench.pass_check import flush_and_check
+from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S, flush_and_check
 from gateway.bench.progress import Progress
 from gateway.bench.workloads.rag import RagWorkload
 
@@ -68,7 +68,7 @@ def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: boo
     The step loop runs on the calling thread (Engine.run_here): torch's OpenMP threads are slower
     for any other thread.
     """
-    engine = Engine(config, runner=runner)
+    engine = Engine(replace(config, max_queue_wait_s=NO_QUEUE_DEADLINE_S), runner=runner)
     wall_s, finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
     flush_and_check(engine, finals)
     return PassResult(

@@ -28,6 +28,7 @@ import uuid
 from dataclasses import replace
 
 from engine import EngineConfig, KVPool, RadixCache
+from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S
 from gateway.bench.policy.prompts import AgentRequest
 from gateway.bench.progress import Progress
 from gateway.bench.tier.replay import replay_in_order
@@ -68,7 +69,7 @@ def run_config(runner, config: EngineConfig, requests, label: str, progress) -> 
     """(summary, output token ids per request) of one replay on a fresh engine."""
     from engine import Engine
 
-    engine = Engine(config, runner=runner)
+    engine = Engine(replace(config, max_queue_wait_s=NO_QUEUE_DEADLINE_S), runner=runner)
     started = time.perf_counter()
     finals = replay_in_order(engine, requests, label, progress)
     wall_s = time.perf_counter() - started
@@ -125,7 +126,7 @@ def run_shared(runner, config: EngineConfig, requests, progress, *, model: str, 
     half = len(requests) // 2
     first, second = requests[:half], requests[half:]
     name = f"rgbench{os.getpid()}{uuid.uuid4().hex[:6]}"
-    engine = Engine(replace(config, host_tier_name=name), runner=runner)
+    engine = Engine(replace(config, host_tier_name=name, max_queue_wait_s=NO_QUEUE_DEADLINE_S), runner=runner)
     replay_in_order(engine, first, "shared: process 1", progress)
     engine.flush_cache()  # process 1's device tree goes to the shared tier (write-back on eviction)
     try:
