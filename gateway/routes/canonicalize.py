@@ -48,7 +48,7 @@ def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -
         source = body.template
     else:
         source = builtin_source(gw.templates, prepared.template_name)
-    page_size = gw.engine.config.page_size
+    page_size = gw.prompt_model.page_size
     return {
         "object": "canonicalization",
         "model": prepared.prompt.model,
@@ -88,7 +88,7 @@ def lint_findings(source: str | None) -> list[dict]:
 
 def segments(gw: GatewayState, prepared, name: str | None, tenant_template) -> list[dict]:
     """The rendered prompt's segments in order, each with its section and token count."""
-    rendered = render_sections(gw.templates, prepared.sections, gw.engine.tokenizer, name, tenant_template)
+    rendered = render_sections(gw.templates, prepared.sections, gw.prompt_model.tokenizer, name, tenant_template)
     return [
         {"section": section, "text": str(text), "num_tokens": prepared.section_tokens.get(section, 0)}
         for section, text in rendered.segments

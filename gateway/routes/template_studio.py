@@ -105,8 +105,8 @@ def diff(name: str, body: DiffRequest, tenant: TenantDep, session: SessionDep) -
 @router.post("/{name}/estimate")
 async def estimate(name: str, body: EstimateRequest, tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
     """Replay the tenant's recent sampled requests through the draft and the base version (no model run)."""
-    if gw.engine is None:
-        raise bad_request("The estimate needs the embedded engine's tokenizer; this gateway has none.")
+    if gw.prompt_model is None:
+        raise bad_request("The estimate needs the model's tokenizer; this gateway has neither an engine nor remotes.")
     findings = check_source(gw.templates, name, body.source)
     base = require_base(session, tenant.id, name, body.base)
     limit = min(body.max_requests or gw.settings.what_if_max_requests, gw.settings.what_if_max_requests)

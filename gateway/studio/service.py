@@ -48,7 +48,7 @@ def estimate(
     variants = {DRAFT: TenantTemplate(name, 0, draft)}
     if base is not None:
         variants["current"] = TenantTemplate(name, base.version, base.source)
-    page_size = gw.engine.config.page_size
+    page_size = gw.prompt_model.page_size
     max_tokens = gw.settings.canonical_shadow_max_tokens_per_tenant
     result = {}
     for key, template in variants.items():
