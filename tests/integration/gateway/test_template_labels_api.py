@@ -92,7 +92,7 @@ def test_another_tenants_templates_labels_and_samples_are_not_found(client):
     assert client.get("/v1/templates/support/labels", headers=acme).json()["labels"] == {"production": 1}
 
 
-def test_the_estimate_needs_the_embedded_engine(client):
+def test_the_estimate_needs_a_tokenizer_and_says_so_without_engine_or_remotes(client):
     auth = new_tenant(client, "acme")
     client.put("/v1/templates/support", json={"source": V1}, headers=auth)
-    assert "embedded engine" in error_of(client.post("/v1/templates/support/estimate", json={"source": V1}, headers=auth), 400)["message"]
+    assert "tokenizer" in error_of(client.post("/v1/templates/support/estimate", json={"source": V1}, headers=auth), 400)["message"]
