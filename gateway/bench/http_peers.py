@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from gateway.bench.server import free_port
+from gateway.cli.serve import stop_process
 
 REQUEST_TIMEOUT_S = 900.0
 VLLM_START_TIMEOUT_S = 900.0
@@ -138,13 +139,8 @@ class VllmServer:
         raise TimeoutError(f"vLLM did not answer /health in {VLLM_START_TIMEOUT_S:.0f} s (log {self.log_path})")
 
     def __exit__(self, *exc_info) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process is not None:
+            stop_process(self._process, timeout_s=30)
         self._process = None
 
 

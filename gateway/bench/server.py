@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from gateway.cli.serve import stop_process
+
 DEFAULT_START_TIMEOUT_S = 600.0
 
 
@@ -92,13 +94,8 @@ class ServerProcess:
         return self._process.wait(timeout=timeout_s)
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process is not None:
+            stop_process(self._process, timeout_s=30)
         self._process = None
 
     def kill(self) -> None:
