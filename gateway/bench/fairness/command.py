@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from gateway.bench.output import write_json, write_plot
-from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
 
@@ -38,6 +37,7 @@ def fairness(
     """One tenant floods with long warm prompts, another sends short cold ones: the cold tenant's
     p50/p99 TTFT alone and under the flood, and the overall hit rate, per queue policy."""
     from engine import EngineConfig, load_model
+    from gateway.bench.pass_check import NO_QUEUE_DEADLINE_S
     from gateway.bench.fairness.run import run_fairness_bench
     from gateway.bench.fairness.workload import generate_workload
     from gateway.bench.policy.command import make_runner
