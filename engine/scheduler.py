@@ -4,7 +4,9 @@ One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
 
   0. a waiting request never scheduled yet whose queue deadline has passed
      leaves the queue (it holds no pages, slots or tree locks while it waits)
-     and ends with QueueTimeoutError;
+     and ends with QueueTimeoutError; under `fair`, when every slot is taken
+     and a waiting key runs two fewer requests than another key, the other
+     key's newest request is preempted to free a slot (share_slots);
   1. every running request with one pending token (decode) gets its token;
      if no page is left for it, evict LRU tree leaves, then preempt the
      newest running request (its computed prefix stays in the tree) and
@@ -13,10 +15,10 @@ One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
      a short remainder takes it too, see TAIL_FRACTION);
   3. waiting requests are admitted in policy order (engine.policy, or the
      fair queue of engine.fair_queue, which every computed chunk is charged
-     to) while budget, pages and max_running allow. In-batch dedup: a waiting request whose prompt shares
-     a not-yet-cached prefix with a request that is computing it right now
-     stays waiting until that prefix is in the tree, then prefills only the
-     rest.
+     to) while budget, pages and max_running allow. In-batch dedup: a waiting
+     request whose prompt shares a not-yet-cached prefix with a request that
+     is computing it right now stays waiting until that prefix is in the
+     tree, then prefills only the rest.
 
 The scheduler lives on the step thread; nothing here is thread-safe.
 """
@@ -24,7 +26,7 @@ The scheduler lives on the step thread; nothing here is thread-safe.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 
 import numpy as np
 import torch
@@ -75,6 +77,8 @@ class Scheduler:
     def schedule(self) -> list[ScheduledChunk]:
         """The chunks of the next forward (possibly empty when nothing fits)."""
         self.expire_waiting(time.perf_counter())
+        if self.config.policy == "fair":
+            self.share_slots()
         chunks = self._schedule_decodes()
         budget = self.config.max_batch_tokens - len(chunks)
         budget = self._schedule_running_prefills(chunks, budget)
@@ -160,11 +164,11 @@ class Scheduler:
                 lengths[id(req)] = self.cache.match_length(req)
             return lengths[id(req)]
 
-        producers = [r for r in self.running if r.num_computed < r.num_prompt_tokens]
         if self.config.policy == "fair":
             ordered = self.fair_queue.order(window, match_length, self.running)
         else:
             ordered = order_waiting(self.config.policy, window, match_length, self.page_size)
+        producers = [r for r in self.running if r.num_computed < r.num_prompt_tokens]
         for req in ordered:
             if budget <= 0 or len(self.running) >= self.config.max_running:
                 break
@@ -183,6 +187,27 @@ class Scheduler:
             chunks.append(ScheduledChunk(req, size))
             producers.append(req)
             budget -= size
+
+    def share_slots(self) -> None:
+        """Under `fair` with every slot taken: free one for the waiting key that runs the fewest requests
+        when another key runs at least two more and has been served no less (its fair counter); the
+        newest request of that key is preempted (its computed prefix stays in the tree, so it resumes
+        where it stopped) and the fair order then admits the waiting key's request first.
+
+        Slots, not only queue order, must be shared: a tenant whose long requests fill every slot would
+        otherwise make a newcomer wait for one of them to end. Moving one slot from a key with n+2 or
+        more to a key with n never lets the victim's key take it straight back (n+1 vs n+1), so slots
+        converge to an even split without thrashing; request weights shape the queue order only.
+        """
+        if not self.waiting or len(self.running) < self.config.max_running:
+            return
+        running_per_key = Counter(r.fairness_key for r in self.running)
+        hog, most = max(running_per_key.items(), key=lambda item: item[1])
+        waiting_keys = {r.fairness_key for r in list(self.waiting)[:MAX_POLICY_WINDOW]}
+        needy = min(waiting_keys, key=lambda key: (running_per_key[key], self.fair_queue.counter(key)))
+        if most - running_per_key[needy] < 2 or self.fair_queue.counter(needy) > self.fair_queue.counter(hog):
+            return
+        self.preempt([r for r in self.running if r.fairness_key == hog][-1])
 
     def _is_waiting_for_producer(self, req: Request, num_cached: int, producers: list[Request]) -> bool:
         """True when a running prefill is computing a long uncached prefix this request shares."""

@@ -95,3 +95,66 @@ def test_weights_and_queue_timeouts_are_validated_at_submit():
         engine.submit([1, 2], SamplingParams(), lambda out: None, weight=0)
     with pytest.raises(ValueError):
         engine.submit([1, 2], SamplingParams(), lambda out: None, queue_timeout_s=0)
+
+
+
+def finish_order_with_full_slots(policy: str) -> tuple[list[str], dict]:
+    """Two flood requests take both slots and decode 40 tokens each; a cold request arrives with their
+    first token. Checks every output against the unbatched reference and the pages; returns the finish
+    order and the engine's stats."""
+    engine = new_engine(policy=policy, max_running=2)
+    order: list[str] = []
+    floods = {f"flood{i}": SHARED + [60 + i, 61] for i in range(2)}
+    cold = [90, 91, 92, 93, 94]
+    finals: dict = {}
+
+    def emit_for(name):
+        def emit(out):
+            if name != "cold" and "cold" not in finals:  # a flood's first token: both run; the cold one comes
+                finals["cold"] = None
+                engine.submit(cold, SamplingParams(max_tokens=2), emit_for("cold"), fairness_key="cold")
+            if out.is_finished:
+                order.append(name)
+                finals[name] = out
+                if len(order) == 3:
+                    engine.shutdown()
+        return emit
+
+    for name, prompt in floods.items():
+        engine.submit(prompt, SamplingParams(max_tokens=40), emit_for(name), fairness_key="flood")
+    engine.run_here()
+    assert finals["cold"].output_token_ids == reference_greedy(cold, 2)
+    for name, prompt in floods.items():
+        assert finals[name].output_token_ids == reference_greedy(prompt, 40), f"{name} changed by preemption"
+    engine.flush_cache()
+    assert engine.pool.num_free_pages == engine.pool.num_pages, "pages leaked"
+    return order, engine.stats()
+
+
+def test_the_fair_policy_frees_a_slot_for_a_key_that_runs_nothing_and_the_preempted_request_resumes_exactly():
+    order, stats = finish_order_with_full_slots("fair")
+    assert order[0] == "cold" and stats["num_preemptions"] == 1
+    order, stats = finish_order_with_full_slots("lpm")  # without slot sharing the cold one waits for a flood
+    assert order.index("cold") >= 1 and stats["num_preemptions"] == 0
+
+
+def test_slots_move_only_from_a_key_running_two_more_and_never_straight_back():
+    engine = new_engine(policy="fair", max_running=3)
+    scheduler = engine._core.scheduler
+    made = {}
+
+    def request(rid, key):
+        made[rid] = engine._core.make_request(rid, [1, 2, 3, len(made)], SamplingParams(), "n", lambda out: None,
+                                              fairness_key=key)
+        return made[rid]
+
+    scheduler.running.extend([request("a1", "a"), request("a2", "a"), request("b1", "b")])
+    scheduler.waiting.append(request("b2", "b"))
+    scheduler.share_slots()  # a runs 2, b runs 1: one apart, nothing moves
+    assert [r.request_id for r in scheduler.running] == ["a1", "a2", "b1"]
+    scheduler.waiting.append(request("c1", "c"))
+    for req in scheduler.running:  # share_slots releases through the cache: give them nothing to release
+        req.pages = []
+    scheduler.share_slots()  # c runs none, a runs 2: a's newest yields
+    assert [r.request_id for r in scheduler.running] == ["a1", "b1"]
+    assert scheduler.waiting[0].request_id == "a2"
