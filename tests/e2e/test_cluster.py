@@ -1,5 +1,5 @@
-"""A real fleet on loopback: three `radixgate serve` nodes (embedded engine each) and edges
-(`serve --no-engine`) in front of them, one per routing mode, replaying the agent workload.
+"""A real fleet on loopback: two `radixgate serve` nodes (embedded engine each) and an edge
+(`serve --no-engine`, affinity routing) in front of them, replaying the agent workload.
 
 Shown: killing a node mid-run loses no request that had not yet streamed a token (they fail over);
 the edge reports the node down, and up again once it is restarted. (The hit rate per routing mode
@@ -20,14 +20,14 @@ from gateway.bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
 
-NUM_REQUESTS = 18
+NUM_REQUESTS = 12
 KILLED = 1
 RECOVERY_TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    with Fleet.local(num_nodes=3, modes=["affinity"], kv_cache_tokens=16384) as started:
+    with Fleet.local(num_nodes=2, modes=["affinity"], kv_cache_tokens=16384) as started:
         yield started
 
 

@@ -55,7 +55,7 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
 
 
 def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runners):
-    requests = agent_requests(smollm.tokenizer, generate_workload(12))
+    requests = agent_requests(smollm.tokenizer, generate_workload(8))
     runner = runners(96, 16)  # 1,536 tokens: room for the longest request, far less than the distinct prefixes
     config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_running=4)
     result = run_policy_bench(runner, config, requests)
