@@ -29,8 +29,11 @@ class EngineConfig:
     the pages running requests need.
 
     policy orders the waiting queue (engine.policy, engine.fair_queue): "fair"
-    shares computed tokens equally (or by weight) across fairness keys and
-    takes the longest cached prefix first within a key. max_queue_wait_s
+    shares service equally (or by weight) across fairness keys and takes the
+    longest cached prefix first within a key; service is computed tokens plus
+    fair_cached_token_cost (0..1, default 0.5) per cached prompt token. Under
+    "fair" a key running two fewer requests than another also takes a slot
+    from it when every slot is taken (the other key's newest is preempted). max_queue_wait_s
     bounds how long a request waits before it is first scheduled; a request
     may ask for less (submit's queue_timeout_s), never more; past it the
     request leaves the queue holding nothing and ends with QueueTimeoutError.
@@ -58,6 +61,7 @@ class EngineConfig:
     kv_cache_tokens: int = 32768
     max_batch_tokens: int = 1024
     max_running: int = 64
+    fair_cached_token_cost: float = 0.5
     policy: str = "fair"
     enable_radix_cache: bool = True
     enable_chunked_prefill: bool = True
@@ -87,6 +91,8 @@ class EngineConfig:
             raise ValueError(f"max_queue_wait_s must be > 0, got {self.max_queue_wait_s}")
         if self.num_pages is not None and self.num_pages < 1:
             raise ValueError(f"num_pages must be >= 1, got {self.num_pages}")
+        if not 0.0 <= self.fair_cached_token_cost <= 1.0:
+            raise ValueError(f"fair_cached_token_cost must be within [0, 1], got {self.fair_cached_token_cost}")
         if not 0.0 <= self.max_pinned_fraction <= 1.0:
             raise ValueError(f"max_pinned_fraction must be within [0, 1], got {self.max_pinned_fraction}")
         for name in ("host_tier_tokens", "host_tier_bytes"):

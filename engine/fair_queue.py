@@ -1,14 +1,19 @@
 """FairQueue: the `fair` waiting-queue policy — fair across keys (tenants), longest prefix first within a key.
 
-Service is counted in tokens the forward computes for a key: prefill tokens
-that were not cached, plus one per decoded token (what the step actually
-spends on it; a cached prefix costs nothing). Each key k has a virtual counter
+Service is counted in tokens the forward computes for a key (prefill tokens
+that were not cached, plus one per decoded token: what the steps spend on it),
+plus `cached_token_cost` (0..1) per prompt token the cache served, charged
+once when the request is first admitted. A cached token is cheaper, not free:
+its pages occupy the pool and every decode step of the request reads them, and
+a tenant whose prompts are all cache hits would otherwise count as nearly idle
+however many slots its requests hold. Each key k has a virtual counter
 
-    V_k += num_tokens / weight_k        for every chunk computed for k
+    V_k += num_tokens / weight_k               for every chunk computed for k
+    V_k += cost * num_cached / weight_k        when a request of k is first admitted
 
 and the waiting requests are ordered by repeatedly taking the key with the
 smallest counter (plus the tentative cost of what this ordering already put
-ahead of it: its requests' uncached tokens), and from that key its request
+ahead of it: its requests' uncached tokens and discounted cached ones), and from that key its request
 with the longest cached prefix (ties: arrival order). This is weighted fair
 queuing on tokens in the form of a virtual token counter (Sheng et al.,
 "Fairness in Serving Large Language Models", OSDI 2024), with the within-key
@@ -53,7 +58,10 @@ if TYPE_CHECKING:
 class FairQueue:
     """Per-key virtual token counters and the fair, cache-aware order they give."""
 
-    def __init__(self) -> None:
+    def __init__(self, cached_token_cost: float = 0.0) -> None:
+        if not 0.0 <= cached_token_cost <= 1.0:
+            raise ValueError(f"cached_token_cost must be in [0, 1], got {cached_token_cost}")
+        self.cached_token_cost = cached_token_cost
         self._served: dict[str, float] = {}  # V_k of every key that has (or may soon have) work
         self._active: set[str] = set()
 
@@ -61,10 +69,14 @@ class FairQueue:
         """V_key (0.0 for a key never seen)."""
         return self._served.get(key, 0.0)
 
-    def charge(self, req: Request, num_tokens: int) -> None:
+    def charge(self, req: Request, num_tokens: float) -> None:
         """Count num_tokens computed for req's key (weighted by the request's weight)."""
         key = req.fairness_key
         self._served[key] = self._served.get(key, 0.0) + num_tokens / req.weight
+
+    def charge_cached(self, req: Request, num_cached: int) -> None:
+        """Count the prompt tokens the cache served req, at cached_token_cost each (once per request)."""
+        self.charge(req, self.cached_token_cost * num_cached)
 
     def order(self, waiting: Sequence[Request], match_length: Callable[[Request], int],
               running: Iterable[Request] = ()) -> list[Request]:
@@ -82,7 +94,8 @@ class FairQueue:
             req = requests.pop()
             ordered.append(req)
             if requests:
-                cost = max(1, req.num_tokens - match_length(req)) / req.weight
+                cached = match_length(req)
+                cost = (max(1, req.num_tokens - cached) + self.cached_token_cost * cached) / req.weight
                 heapq.heappush(heap, (virtual + cost, busy + 1, first, key))
         return ordered
 

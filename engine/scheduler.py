@@ -61,7 +61,7 @@ class Scheduler:
         self.sampler = Sampler()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
-        self.fair_queue = FairQueue()
+        self.fair_queue = FairQueue(config.fair_cached_token_cost)
         self.num_preemptions = 0
         self.num_finished = 0
         self.num_queue_timeouts = 0
@@ -180,8 +180,10 @@ class Scheduler:
                 self.cache.release(req, is_kv_valid=False)
                 break
             self.waiting.remove(req)
-            if req.num_cached_tokens is None:
+            if req.num_cached_tokens is None:  # first admission (a preempted request keeps its figure)
                 req.num_cached_tokens = min(req.num_computed, req.num_prompt_tokens)
+                if self.config.policy == "fair":
+                    self.fair_queue.charge_cached(req, req.num_cached_tokens)
             req.status = RequestStatus.RUNNING
             self.running.append(req)
             chunks.append(ScheduledChunk(req, size))

@@ -45,6 +45,9 @@ class EngineSettings(BaseModel):
                         "prefix first within one), lpm, dfs-weight or fcfs.")
     max_queue_wait_s: float | None = Field(default=None, description="Longest a request waits before it is first "
                                            "scheduled (engine default 60 s); past it: 503 with Retry-After.")
+    fair_cached_token_cost: float | None = Field(default=None, description="Under the fair policy, what a cached "
+                                                 "prompt token costs a tenant relative to a computed one (0..1, "
+                                                 "engine default 0.5).")
     enable_radix_cache: bool = True
     # each tenant's share of the engine under the fair policy, by tenant name; a tenant not listed has 1.0
     tenant_weights: dict[str, float] = Field(default_factory=dict)

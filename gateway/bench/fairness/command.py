@@ -24,6 +24,7 @@ def fairness(
     flood_concurrency: int = typer.Option(16, help="Flood requests in flight at once (a closed loop)."),
     prefix_words: int = typer.Option(200, help="Words in each of the flood's shared (warm) system prompts."),
     num_prefixes: int = typer.Option(2, help="Distinct shared prefixes the flood cycles through."),
+    num_flood: int = typer.Option(64, min=1, help="Flood requests per pass (each pass serves the same ones)."),
     repeat: int = typer.Option(3, min=1, help="Passes per policy and mode; figures are medians."),
     policies: str = typer.Option("fcfs,lpm,fair", help="Comma-separated policies to compare."),
     max_running: int = typer.Option(4, help="Most requests running at once (the slots the tenants compete for)."),
@@ -46,7 +47,7 @@ def fairness(
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     loaded = load_model(model)
     workload = generate_workload(loaded.tokenizer, seed=seed, num_cold=num_cold, cold_words=cold_words,
-                                 num_prefixes=num_prefixes, prefix_words=prefix_words,
+                                 num_prefixes=num_prefixes, prefix_words=prefix_words, num_flood_prompts=num_flood,
                                  flood_concurrency=flood_concurrency, cold_gap_s=cold_gap_s)
     # no queue deadline: a starved cold request is measured, not cut off
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running,
@@ -77,13 +78,14 @@ def _print(result: dict) -> None:
 
     table = Table(title=f"bench fairness: the cold tenant's TTFT alone and under the flood, median of {result['repeat']}")
     for column in ("policy", "p50 alone ms", "p50 flood ms", "p50 ratio", "p99 alone ms", "p99 flood ms",
-                   "hit rate (flood pass)", "flood req/s"):
+                   "hit rate (flood pass)", "flood req/s", "flood outlasted cold"):
         table.add_column(column)
     for name, row in result["policies"].items():
         alone, flood = row["alone"], row["flood"]
         table.add_row(name, f"{alone['cold_ttft_p50_ms']:.0f}", f"{flood['cold_ttft_p50_ms']:.0f}",
                       f"{row['ttft_p50_ratio']:.2f}x", f"{alone['cold_ttft_p99_ms']:.0f}",
-                      f"{flood['cold_ttft_p99_ms']:.0f}", f"{flood['hit_rate']:.3f}", f"{flood['flood_requests_per_s']:.2f}")
+                      f"{flood['cold_ttft_p99_ms']:.0f}", f"{flood['hit_rate']:.3f}", f"{flood['flood_requests_per_s']:.2f}",
+                      "yes" if flood["flood_outlasted_cold"] else "no")
     console = Console()
     console.print(table)
     if "holds" in result:

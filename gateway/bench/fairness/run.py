@@ -3,18 +3,21 @@
 One pass, on a fresh engine over the shared runner:
   1. the flood's prefixes are prefilled (warm), in every pass, so the cache starts the same;
   2. with the flood: `flood_concurrency` flood requests are in flight from the start, each
-     replaced by another as it finishes (a closed loop), until the last cold request is sent;
+     replaced by the next of the flood's prompts as it finishes (a closed loop), until every
+     flood prompt was sent once;
   3. the cold tenant sends its prompts open-loop, one every `cold_gap_s` (from a side thread;
-     the step loop runs on this one, Engine.run_here); the pass ends when every cold request
-     has finished, and whatever flood work is left is aborted.
+     the step loop runs on this one, Engine.run_here); the pass ends when every cold and every
+     flood request has finished.
 TTFT is the engine's own (submission to first token, queueing included). The hit rate is
-cached / prompt tokens over every request that finished in the pass (flood and cold).
+cached / prompt tokens over the pass's requests, the same set under every policy, so it
+compares what each order does to the cache (not how much flood work fit beside the cold one).
+`flood_outlasted_cold` says whether the flood was still running when the last cold request
+finished (else the last cold requests were measured without it).
 No page may be held after a pass (flush_and_check).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 import statistics
 import threading
@@ -62,24 +65,33 @@ def run_pass(runner, config: EngineConfig, workload: FairnessWorkload, *, with_f
     warm(engine, workload)
     cold_finals: list[RequestOutput] = []
     flood_finals: list[RequestOutput] = []
-    is_flood_over = threading.Event()
-    prompts = itertools.cycle(workload.flood_prompts)
+    prompts = iter(workload.flood_prompts if with_flood else [])
+    num_flood = len(workload.flood_prompts) if with_flood else 0
+    finished_at: dict[str, float] = {}
     flood_params = SamplingParams(max_tokens=workload.flood_max_tokens, ignore_eos=True)
     cold_params = SamplingParams(max_tokens=workload.cold_max_tokens, ignore_eos=True)
 
     def submit_flood() -> None:
-        engine.submit(next(prompts), flood_params, on_flood, namespace="flood", fairness_key="flood")
+        prompt = next(prompts, None)
+        if prompt is not None:
+            engine.submit(prompt, flood_params, on_flood, namespace="flood", fairness_key="flood")
+
+    def is_done() -> bool:
+        return len(cold_finals) == workload.num_cold and len(flood_finals) == num_flood
 
     def on_flood(output: RequestOutput) -> None:  # on the step loop
         if output.is_finished:
             flood_finals.append(output)
-            if not is_flood_over.is_set():
-                submit_flood()
+            finished_at["flood"] = time.perf_counter()
+            submit_flood()
+            if is_done():
+                engine.shutdown()
 
     def submit_all(on_finish) -> None:
         def on_cold(output: RequestOutput) -> None:
             if output.is_finished:
                 cold_finals.append(output)
+                finished_at["cold"] = time.perf_counter()
                 if progress:
                     progress(label, len(cold_finals))
                 on_finish()
@@ -89,17 +101,15 @@ def run_pass(runner, config: EngineConfig, workload: FairnessWorkload, *, with_f
             for index, prompt in enumerate(workload.cold_prompts):
                 time.sleep(max(0.0, started + index * workload.cold_gap_s - time.perf_counter()))
                 engine.submit(prompt, cold_params, on_cold, namespace="cold", fairness_key="cold")
-            is_flood_over.set()
 
         for _ in range(workload.flood_concurrency if with_flood else 0):
             submit_flood()
         threading.Thread(target=cold_client, name="bench-cold-client", daemon=True).start()
 
     started = time.perf_counter()
-    run_until(engine, submit_all, lambda: len(cold_finals) == workload.num_cold)
+    run_until(engine, submit_all, is_done)
     wall_s = time.perf_counter() - started
-    is_flood_over.set()
-    done = [f for f in flood_finals if f.finish_reason != "abort"] + cold_finals
+    done = flood_finals + cold_finals
     flush_and_check(engine, done)
     ttfts = [f.usage.ttft_s * 1000 for f in cold_finals]
     prompt = sum(f.usage.prompt_tokens for f in done)
@@ -110,11 +120,14 @@ def run_pass(runner, config: EngineConfig, workload: FairnessWorkload, *, with_f
         "flood_requests": len(done) - len(cold_finals),
         "flood_requests_per_s": (len(done) - len(cold_finals)) / wall_s,
         "wall_s": wall_s,
+        "flood_outlasted_cold": with_flood and finished_at.get("flood", 0.0) >= finished_at["cold"],
     }
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    """Medians of the figures; a yes/no figure holds only if it held in every run."""
+    return {key: all(run[key] for run in runs) if isinstance(runs[0][key], bool)
+            else statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
 def run_fairness_bench(runner, config: EngineConfig, workload: FairnessWorkload, *, repeat: int = 1,

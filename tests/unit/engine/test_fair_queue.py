@@ -162,3 +162,17 @@ def test_while_a_key_waits_no_other_key_is_admitted_more_than_max_cost_plus_one_
                 assert others[first.fairness_key] <= max_cost + 1
         still_waiting = {r.fairness_key for r in waiting}
         admitted_since = {k: v for k, v in admitted_since.items() if k in still_waiting}
+
+
+def test_cached_prompt_tokens_cost_their_fraction_so_an_all_hit_flood_is_not_counted_idle():
+    queue = FairQueue(cached_token_cost=0.5)
+    hits = [request(f"h{i}", "hits", num_tokens=300) for i in range(3)]
+    cold = request("c0", "cold", num_tokens=60)
+    cached = {id(r): 296 for r in hits} | {id(cold): 0}
+    queue.order([*hits, cold], lambda r: cached[id(r)])
+    queue.charge_cached(hits[0], 296)
+    queue.charge(hits[0], 4 + 8)  # its uncached tail and 8 decoded tokens
+    queue.charge(cold, 60 + 4)
+    assert queue.counter("hits") == 0.5 * 296 + 12 > queue.counter("cold")
+    assert names(queue.order([*hits[1:], request("c1", "cold", num_tokens=60)], lambda r: cached.get(id(r), 0)))[0] == "c1"
+    assert FairQueue().counter("x") == 0.0 and FairQueue(0.0).cached_token_cost == 0.0
