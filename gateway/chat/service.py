@@ -68,11 +68,13 @@ def id_uuid(request_id: str) -> uuid.UUID:
 
 
 async def start_chat(
-    gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request | None, request_id: str | None = None
+    gw: GatewayState, caller: Caller, body: ChatCompletionRequest, request: Request | None, request_id: str | None = None,
+    route_key: str | None = None,
 ) -> ChatRun:
     """Admit and prepare the request and fetch the backend's first output. Raises ApiError.
 
-    `request_id` names the run (default a new "chatcmpl-..." id); the Responses API passes its response id."""
+    `request_id` names the run (default a new "chatcmpl-..." id); the Responses API passes its response id,
+    and its conversation as `route_key` (the routing key when the client sent no `prompt_cache_key`)."""
     run = new_run(gw, caller, body, request_id)
     run.admit()
     try:
@@ -86,7 +88,7 @@ async def start_chat(
         run.namespace = salted_namespace(cache_namespace(tenant.id, tenant.cache_group, run.model_id), body)
         run.shadow_cached_tokens = gw.shadow.observe(run.namespace, run.prepared.raw_token_ids) if gw.shadow else None
         run.counterfactual = observe_canonical(gw, run)
-        backend = gw.router.pick(run.prepared.prompt, run.namespace, body.prompt_cache_key)
+        backend = gw.router.pick(run.prepared.prompt, run.namespace, body.prompt_cache_key or route_key)
         run.open(backend, request)
         await run.prefetch()
     except BaseException as exc:

@@ -295,6 +295,7 @@ class StoredResponse(Base):
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     previous_response_id: Mapped[str | None] = mapped_column(String(64))
+    chain_id: Mapped[str | None] = mapped_column(String(64))  # the chain's first response; NULL: this one is
     model: Mapped[str] = mapped_column(String(256))
     status: Mapped[str] = mapped_column(String(16))
     input_items_json: Mapped[str] = mapped_column(Text)

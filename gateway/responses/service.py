@@ -43,6 +43,7 @@ class StartedResponse:
     turn: ResponseTurn
     run: ChatRun
     tenant_id: int
+    chain_id: str | None  # the conversation this turn continues (None: it starts one)
 
 
 def new_response_id() -> str:
@@ -52,19 +53,20 @@ def new_response_id() -> str:
 async def start_response(gw: GatewayState, caller: Caller, body: ResponsesRequest, request: Request | None) -> StartedResponse:
     """Resolve the conversation and start its generation on the chat path. Raises ApiError."""
     tenant_id = caller.tenant.id
-    previous = await asyncio.to_thread(load_conversation, gw, tenant_id, body.previous_response_id)
+    previous, chain_id = await asyncio.to_thread(load_conversation, gw, tenant_id, body.previous_response_id)
     items = [*previous, *normalize_input(body.input)]
     chat_body = to_chat_request(body, items)
     response_id = new_response_id()
-    try:
-        run = await chat_service.start_chat(gw, caller, chat_body, request, response_id)
+    try:  # every turn of a conversation routes by its chain (unless the client names a cache key)
+        run = await chat_service.start_chat(gw, caller, chat_body, request, response_id,
+                                            route_key=f"response-chain:{chain_id or response_id}")
     except ApiError as exc:
         renamed = responses_param(exc.param)
         if renamed != exc.param:
             exc.message, exc.param = exc.message.replace(exc.param, renamed), renamed
         raise
     turn = ResponseTurn(response_id, body, items, run.model_id, run.created)
-    return StartedResponse(turn, run, tenant_id)
+    return StartedResponse(turn, run, tenant_id, chain_id)
 
 
 CHAT_PARAMS = (  # the chat request's field names in a 400, as the Responses request spells them
@@ -85,15 +87,17 @@ def responses_param(param: str | None) -> str | None:
     return param
 
 
-def load_conversation(gw: GatewayState, tenant_id: int, previous_response_id: str | None) -> list[dict]:
-    """The items a turn chained to `previous_response_id` continues ([] without one); 404 when not the tenant's."""
+def load_conversation(gw: GatewayState, tenant_id: int, previous_response_id: str | None
+                      ) -> tuple[list[dict], str | None]:
+    """The items a turn chained to `previous_response_id` continues and that chain's id (([], None)
+    without one); 404 when not the tenant's."""
     if previous_response_id is None:
-        return []
+        return [], None
     with session_scope(gw.session_factory) as session:
         turn = store.load_turn(session, tenant_id, previous_response_id)
     if turn is None:
         raise previous_not_found(previous_response_id)
-    return turn.conversation()
+    return turn.conversation(), turn.chain_id
 
 
 def previous_not_found(response_id: str) -> ApiError:
@@ -121,7 +125,7 @@ async def save(gw: GatewayState, started: StartedResponse, response: ResponseObj
 
     def write() -> None:
         with session_scope(gw.session_factory) as session:
-            store.save_response(session, started.tenant_id, response, started.turn.input_items)
+            store.save_response(session, started.tenant_id, response, started.turn.input_items, started.chain_id)
 
     await asyncio.to_thread(write)
 

@@ -22,19 +22,23 @@ from gateway.responses.schemas import InputItemList, ResponseObject
 
 @dataclass(frozen=True)
 class Turn:
-    """What a stored response holds: its resolved input items and the response object."""
+    """What a stored response holds: its resolved input items and the response object, and the id of
+    its conversation (the chain's first response; its own id for a first turn)."""
 
     input_items: list[dict]
     response: ResponseObject
+    chain_id: str
 
     def conversation(self) -> list[dict]:
         """The items a turn chained to this one continues: this turn's input, then its output."""
         return [*self.input_items, *self.response.output]
 
 
-def save_response(session: Session, tenant_id: int, response: ResponseObject, input_items: list[dict]) -> None:
+def save_response(session: Session, tenant_id: int, response: ResponseObject, input_items: list[dict],
+                  chain_id: str | None = None) -> None:
+    """Store a response; `chain_id` is its conversation's (None: it starts one)."""
     session.add(StoredResponse(
-        id=response.id, tenant_id=tenant_id, previous_response_id=response.previous_response_id,
+        id=response.id, tenant_id=tenant_id, previous_response_id=response.previous_response_id, chain_id=chain_id,
         model=response.model, status=response.status, input_items_json=dumps(input_items),
         response_json=response.model_dump_json(),
     ))
@@ -46,7 +50,8 @@ def load_turn(session: Session, tenant_id: int, response_id: str) -> Turn | None
         StoredResponse.id == response_id, StoredResponse.tenant_id == tenant_id))
     if row is None:
         return None
-    return Turn(json.loads(row.input_items_json), ResponseObject.model_validate_json(row.response_json))
+    return Turn(json.loads(row.input_items_json), ResponseObject.model_validate_json(row.response_json),
+                row.chain_id or row.id)
 
 
 def delete_response(session: Session, tenant_id: int, response_id: str) -> bool:

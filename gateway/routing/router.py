@@ -6,7 +6,8 @@ Selection, per request:
    every remote.
 2. the routing policy (routing/policy.py: affinity, random, round robin, least load) orders them,
    skipping nodes that are down or overloaded; the key is the cache namespace plus the client's
-   `prompt_cache_key`, else the canonical static prefix's token ids.
+   `prompt_cache_key`, else a Responses turn's conversation (its chain's first response id, so
+   every turn goes where the previous turns' KV is), else the canonical static prefix's token ids.
 3. the returned FailoverBackend tries the chosen node and, if it fails before its first output
    (BackendUnavailableError, streams included), retries once on another node. After the first
    output an error ends the stream (the client already has that node's tokens).

@@ -146,3 +146,27 @@ def test_every_node_failing_is_a_503_with_our_own_message(edge, nodes):
 def assert_no_upstream_detail(text: str, nodes) -> None:
     assert UPSTREAM_SECRET not in text and "127.0.0.1" not in text
     assert not any(str(node.port) in text for node in nodes)
+
+
+def test_every_turn_of_a_responses_conversation_goes_to_the_node_of_its_first_turn(edge, nodes):
+    """Each turn has its own instructions (Responses does not carry them over), so its static prefix,
+    the key without a chain, differs from turn to turn; the conversation is the key instead."""
+    tenant = create_tenant(edge, "chains")
+    conversations = []
+    for c in range(10):
+        previous, ids = None, []
+        for turn in range(3):
+            body = {"model": "default", "input": f"question {turn}", "max_output_tokens": 4,
+                    "instructions": f"You are assistant number {c * 10 + turn}. " + "Answer briefly. " * 8}
+            if previous:
+                body["previous_response_id"] = previous
+            response = edge.post("/v1/responses", json=body, headers=tenant["headers"])
+            assert response.status_code == 200, response.text
+            previous = response.json()["id"]
+            ids.append(previous)
+        conversations.append(ids)
+    rows = {str(r.id): r for r in wait_for_log_rows(edge.app.state.gw, 30)}
+    by_id = {row_id.replace("-", ""): row for row_id, row in rows.items()}
+    placed = [[by_id[i.removeprefix("resp_")].backend for i in ids] for ids in conversations]
+    assert all(len(set(backends)) == 1 for backends in placed), placed
+    assert {backends[0] for backends in placed} == {"a", "b"}, placed  # the key is each conversation's, not one

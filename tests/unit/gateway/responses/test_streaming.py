@@ -63,7 +63,7 @@ async def started_on(backend: ScriptedBackend, store: bool, rows: list) -> Start
                                    "chat", None, True)
     run.open(backend, None)
     await run.prefetch()
-    return StartedResponse(ResponseTurn("resp_x", body, normalize_input("hi"), "m", 1), run, 7)
+    return StartedResponse(ResponseTurn("resp_x", body, normalize_input("hi"), "m", 1), run, 7, None)
 
 
 async def events_of(stream) -> list[dict]:
