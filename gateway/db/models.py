@@ -16,6 +16,7 @@ import uuid
 from datetime import datetime, timezone
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -30,6 +31,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
+
+from gateway.db import hourly
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -281,6 +284,33 @@ class EngineStatSnapshot(Base):
     evictable_tokens: Mapped[int] = mapped_column(Integer, default=0)
     num_evictions: Mapped[int] = mapped_column(Integer, default=0)
     stats_json: Mapped[str | None] = mapped_column(Text)
+
+
+class RequestLogHourly(Base):
+    """The request log's stats sums per (tenant, UTC hour, template, miss cause, error code), kept
+    by a trigger on request_log (gateway/db/hourly.py: sentinels instead of NULL keys, DDL)."""
+
+    __tablename__ = hourly.TABLE
+
+    tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
+    hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
+    template: Mapped[str] = mapped_column(String(128), primary_key=True)  # '': none
+    miss_cause: Mapped[str] = mapped_column(String(16), primary_key=True)  # '': none
+    error_code: Mapped[str] = mapped_column(String(64), primary_key=True)  # '': the request succeeded
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(BigInteger, default=0)
+    ttft_requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+hourly.attach_trigger_ddl(RequestLogHourly.__table__)
 
 
 class StoredResponse(Base):

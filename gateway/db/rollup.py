@@ -8,12 +8,11 @@ from datetime import datetime, timezone
 from sqlalchemy import case, func, literal_column
 from sqlalchemy.orm import Session
 
+from gateway.db.hourly import NO_TENANT, SUMS as SUM_KEYS
 from gateway.db.models import RequestLog as R
+from gateway.db.models import RequestLogHourly as H
 
 BUCKETS = ("hour", "day")
-SUM_KEYS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "shadow_cached_tokens",
-            "shadow_prompt_tokens", "canonical_cached_tokens", "canonical_prompt_tokens", "errors", "ttft_requests",
-            "host_cached_tokens")
 
 
 def sum_columns() -> list:
@@ -49,15 +48,36 @@ def dimension_columns(session: Session, dims: tuple[str, ...], bucket: str) -> l
     return [expressions[dim]().label(dim) for dim in dims]
 
 
-def bucket_expression(session: Session, bucket: str):
-    """The UTC hour/day a row falls in: text prefix on SQLite, date_trunc on PostgreSQL."""
+def hourly_sum_columns() -> list:
+    """sum_columns() over the hourly roll-up: the same labels, summed from its hours."""
+    return [func.coalesce(func.sum(getattr(H, name)), 0).label(name) for name in SUM_KEYS]
+
+
+def hourly_dimension_columns(session: Session, dims: tuple[str, ...], bucket: str) -> list:
+    """dimension_columns() over the roll-up, its sentinels read back as NULL."""
+    expressions = {
+        "tenant_id": lambda: func.nullif(H.tenant_id, NO_TENANT),
+        "template": lambda: func.nullif(H.template, ""),
+        "miss_cause": lambda: func.nullif(H.miss_cause, ""),
+        "error_code": lambda: func.nullif(H.error_code, ""),
+        "bucket": lambda: bucket_expression(session, bucket, H.hour),
+    }
+    unknown = set(dims) - set(expressions)
+    if unknown:
+        raise ValueError(f"unknown dimensions {sorted(unknown)}; choose from {sorted(expressions)}")
+    return [expressions[dim]().label(dim) for dim in dims]
+
+
+def bucket_expression(session: Session, bucket: str, column=None):
+    """The UTC hour/day a row (or a roll-up hour) falls in: text prefix on SQLite, date_trunc on PostgreSQL."""
     if bucket not in BUCKETS:
         raise ValueError(f"bucket must be one of {BUCKETS}, got {bucket!r}")
+    column = R.created_at if column is None else column
     name = session.get_bind().dialect.name
     if name == "sqlite":  # stored as 'YYYY-MM-DD HH:MM:SS.ffffff', naive UTC
-        return func.substr(R.created_at, 1, 13 if bucket == "hour" else 10)
+        return func.substr(column, 1, 13 if bucket == "hour" else 10)
     if name == "postgresql":
-        return func.date_trunc(bucket, R.created_at.op("AT TIME ZONE")(literal_column("'UTC'")))
+        return func.date_trunc(bucket, column.op("AT TIME ZONE")(literal_column("'UTC'")))
     raise ValueError(f"time buckets are implemented for sqlite and postgresql, not {name}")
 
 

@@ -8,8 +8,10 @@ canonical_hit_rate (= attainable_hit_rate) = sum(canonical_cached) / sum(canonic
 canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py),
 over rows that carry that figure; a rate is None when its denominator is 0. lost_tokens = prompt - cached.
 
-Index use: every query reads only the covering stats indexes (see models.RequestLog), and
-`tenant_stats` makes two index scans in all — one GROUP BY over (bucket, template, miss cause,
+Sums read the hourly roll-up (gateway/db/hourly.py, kept by a trigger) for the window's whole
+UTC hours and request-log rows only for a partial first and last hour, so their cost grows with
+the hours in the window, not the requests. Index use: the row reads use only the covering stats
+indexes (see models.RequestLog), and `tenant_stats` makes two scans in all — one GROUP BY over (bucket, template, miss cause,
 error code) rolled up in Python into every view, and small ones for TTFT percentiles. PostgreSQL
 computes them with percentile_cont; SQLite sorts a small window's TTFTs here, or for a large one
 fetches only the two ranks around each percentile through the (tenant_id, ttft_ms, created_at)
@@ -19,14 +21,24 @@ index — the same exact figure either way.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
-from gateway.db.models import RequestLog, Tenant, UtcDateTime
+from gateway.db.models import RequestLog, RequestLogHourly as H, Tenant, UtcDateTime
 from gateway.db.percentile import percentile_cont
-from gateway.db.rollup import BUCKETS, SUM_KEYS, bucket_start, dimension_columns, finish, rollup, sum_columns
+from gateway.db.rollup import (
+    BUCKETS,
+    SUM_KEYS,
+    bucket_start,
+    dimension_columns,
+    finish,
+    hourly_dimension_columns,
+    hourly_sum_columns,
+    rollup,
+    sum_columns,
+)
 
 PERCENTILES = {"ttft_p50_ms": 0.5, "ttft_p95_ms": 0.95}
 FETCH_MAX_VALUES = 50_000
@@ -52,9 +64,54 @@ def aggregate(
     dims: tuple[str, ...] = (),
     bucket: str = "hour",
 ) -> list[dict]:
-    """Raw sums (SUM_KEYS) grouped by `dims` (tenant_id, template, miss_cause, error_code, bucket)."""
+    """Raw sums (SUM_KEYS) grouped by `dims` (tenant_id, template, miss_cause, error_code, bucket).
+
+    The whole UTC hours of the window come from the hourly roll-up (gateway/db/hourly.py); only
+    a partial first and last hour are summed from request-log rows. The result may hold several
+    rows per group (one per source): callers add them up with rollup()."""
+    first, last = whole_hours(since, until)
+    if first is not None and last is not None and first >= last:  # no whole hour inside
+        return raw_aggregate(session, tenant_id, since, until, dims, bucket)
+    rows = hourly_aggregate(session, tenant_id, first, last, dims, bucket)
+    if since is not None and since < first:
+        rows += raw_aggregate(session, tenant_id, since, first, dims, bucket)
+    if until is not None and last < until:
+        rows += raw_aggregate(session, tenant_id, last, until, dims, bucket)
+    return rows
+
+
+def whole_hours(since: datetime | None, until: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """[first, last): the whole UTC hours inside [since, until) (None stays unbounded)."""
+    def floor(moment: datetime) -> datetime:
+        return moment.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+    first = None if since is None else floor(since) + (timedelta(hours=1) if floor(since) < since else timedelta())
+    return first, None if until is None else floor(until)
+
+
+def raw_aggregate(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None,
+                  dims: tuple[str, ...] = (), bucket: str = "hour") -> list[dict]:
+    """aggregate() read from request-log rows alone (the reference the roll-up must equal)."""
     columns = dimension_columns(session, dims, bucket)
     query = select(*columns, *sum_columns()).where(*window(tenant_id, since, until))
+    return grouped_rows(session, query, columns, dims)
+
+
+def hourly_aggregate(session: Session, tenant_id: int | None, first: datetime | None, last: datetime | None,
+                     dims: tuple[str, ...], bucket: str) -> list[dict]:
+    """aggregate() over the roll-up's hours in [first, last)."""
+    columns = hourly_dimension_columns(session, dims, bucket)
+    conditions = []
+    if tenant_id is not None:
+        conditions.append(H.tenant_id == tenant_id)
+    if first is not None:
+        conditions.append(H.hour >= first)
+    if last is not None:
+        conditions.append(H.hour < last)
+    return grouped_rows(session, select(*columns, *hourly_sum_columns()).where(*conditions), columns, dims)
+
+
+def grouped_rows(session: Session, query, columns: list, dims: tuple[str, ...]) -> list[dict]:
     if columns:
         query = query.group_by(*columns)
     rows = [dict(row._mapping) for row in session.execute(query)]
@@ -243,6 +300,7 @@ __all__ = [
     "SUM_KEYS",
     "aggregate",
     "all_tenant_stats",
+    "raw_aggregate",
     "by_template",
     "errors_by_code",
     "hit_rate_series",

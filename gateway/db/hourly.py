@@ -1,0 +1,96 @@
+"""The hourly roll-up of the request log: the stats sums (rollup.SUM_KEYS) per tenant, UTC hour,
+template, miss cause and error code, kept by the database itself.
+
+A row-level AFTER INSERT trigger on `request_log` adds every inserted row to its group (an
+upsert), so every writer — the log writer, the spool replay, the `bench stats` seeder, a test's
+session.add — keeps the roll-up exact, in the same transaction as the row: a row is counted once
+if and only if it was inserted (a duplicate id skipped by ON CONFLICT DO NOTHING fires nothing).
+`request_log` rows are never updated or deleted, so inserts are all the trigger needs.
+
+Key columns hold a sentinel instead of NULL (a unique key treats NULLs as distinct, so an upsert
+could not find their group): tenant_id -1, template / miss_cause / error_code '' (error_code ''
+for a successful request, else its code or 'unknown', as rollup.dimension_columns names it).
+`hour` is the UTC hour the row's created_at falls in, stored like created_at (SQLite: naive text
+'YYYY-MM-DD HH:00:00.000000', so text order is time order; PostgreSQL: timestamptz).
+
+The DDL is created with the table (`create_all`, for tests and throwaway databases) and by
+migration 0012, which also back-fills the roll-up from the rows already logged.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import DDL, Table, event
+
+KEYS = ("tenant_id", "hour", "template", "miss_cause", "error_code")
+SUMS = ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "shadow_cached_tokens",
+        "shadow_prompt_tokens", "canonical_cached_tokens", "canonical_prompt_tokens", "errors", "ttft_requests",
+        "host_cached_tokens")  # rollup.SUM_KEYS: additive, so hours add up to any coarser group
+TABLE = "request_log_hourly"
+NO_TENANT = -1
+
+
+def row_values(row: str, dialect: str) -> list[str]:
+    """SQL expressions of one request-log row's roll-up key and sums; `row` is NEW or a table name."""
+    if dialect == "sqlite":
+        hour = f"substr({row}.created_at, 1, 13) || ':00:00.000000'"
+    else:
+        hour = f"date_trunc('hour', {row}.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+    failed = f"{row}.status <> 'ok'"
+    return [
+        f"coalesce({row}.tenant_id, {NO_TENANT})", hour, f"coalesce({row}.template, '')", f"coalesce({row}.miss_cause, '')",
+        f"CASE WHEN {failed} THEN coalesce({row}.error_code, 'unknown') ELSE '' END",
+        "1", f"coalesce({row}.prompt_tokens, 0)", f"coalesce({row}.cached_tokens, 0)",
+        f"coalesce({row}.completion_tokens, 0)", f"coalesce({row}.shadow_cached_tokens, 0)",
+        f"CASE WHEN {row}.shadow_cached_tokens IS NOT NULL THEN coalesce({row}.prompt_tokens, 0) ELSE 0 END",
+        f"coalesce({row}.canonical_cached_tokens, 0)", f"coalesce({row}.canonical_prompt_tokens, 0)",
+        f"CASE WHEN {failed} THEN 1 ELSE 0 END", f"CASE WHEN {row}.ttft_ms IS NOT NULL THEN 1 ELSE 0 END",
+        f"coalesce({row}.host_cached_tokens, 0)",
+    ]
+
+
+def upsert_sql(dialect: str) -> str:
+    """INSERT of NEW's group, adding to the group when it exists."""
+    columns = ", ".join((*KEYS, *SUMS))
+    updates = ", ".join(f"{name} = {TABLE}.{name} + excluded.{name}" for name in SUMS)
+    return (f"INSERT INTO {TABLE} ({columns}) VALUES ({', '.join(row_values('NEW', dialect))}) "
+            f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
+
+
+def create_trigger_sql(dialect: str) -> list[str]:
+    """The statements that make the database keep the roll-up (sqlite or postgresql)."""
+    if dialect == "sqlite":
+        return [f"CREATE TRIGGER trg_request_log_hourly AFTER INSERT ON request_log "
+                f"BEGIN {upsert_sql(dialect)}; END"]
+    if dialect == "postgresql":
+        return [
+            f"CREATE OR REPLACE FUNCTION request_log_hourly_add() RETURNS trigger AS $$ "
+            f"BEGIN {upsert_sql(dialect)}; RETURN NULL; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER trg_request_log_hourly AFTER INSERT ON request_log "
+            "FOR EACH ROW EXECUTE FUNCTION request_log_hourly_add()",
+        ]
+    raise ValueError(f"the hourly roll-up is implemented for sqlite and postgresql, not {dialect}")
+
+
+def drop_trigger_sql(dialect: str) -> list[str]:
+    if dialect == "sqlite":
+        return ["DROP TRIGGER IF EXISTS trg_request_log_hourly"]
+    return ["DROP TRIGGER IF EXISTS trg_request_log_hourly ON request_log",
+            "DROP FUNCTION IF EXISTS request_log_hourly_add()"]
+
+
+def backfill_sql(dialect: str) -> str:
+    """Roll up every row already in request_log (the roll-up table must be empty)."""
+    values = row_values("request_log", dialect)
+    keys, sums = values[: len(KEYS)], values[len(KEYS):]
+    selected = ", ".join([*keys, *(f"sum({expression})" for expression in sums)])
+    group = ", ".join(str(i + 1) for i in range(len(KEYS)))
+    return (f"INSERT INTO {TABLE} ({', '.join((*KEYS, *SUMS))}) "
+            f"SELECT {selected} FROM request_log GROUP BY {group}")
+
+
+def attach_trigger_ddl(table: Table) -> None:
+    """Make create_all create the trigger right after the roll-up table (defined after request_log,
+    so both exist by then)."""
+    for dialect in ("sqlite", "postgresql"):
+        for statement in create_trigger_sql(dialect):
+            event.listen(table, "after_create", DDL(statement).execute_if(dialect=dialect))
