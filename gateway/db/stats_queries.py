@@ -208,8 +208,9 @@ def ranked_percentiles(
 ) -> dict:
     """SQLite. A small window (<= FETCH_MAX_VALUES) fetches its TTFT column through the time index
     and sorts it here; a large one fetches just the two ranks around each percentile (ORDER BY
-    ttft_ms LIMIT 2 OFFSET k), walking the (tenant_id, ttft_ms, created_at) index in TTFT order
-    instead of sorting the window — that walk costs the tenant's whole history, hence the split."""
+    ttft_ms LIMIT 2 OFFSET k, from whichever end is nearer: p95 walks the top 5%), walking the
+    (tenant_id, ttft_ms, created_at) index in TTFT order instead of sorting the window — that walk
+    costs the tenant's history up to the rank, hence the split."""
     out = empty_percentiles()
     if not num_values:
         return out
@@ -220,15 +221,23 @@ def ranked_percentiles(
     for key, fraction in PERCENTILES.items():
         position = fraction * (num_values - 1)
         lower = math.floor(position)
-        values = list(session.scalars(rank_query(tenant_id, since, until), {"offset": lower}))
-        upper_value = values[1] if len(values) > 1 else values[0]
-        out[key] = values[0] + (upper_value - values[0]) * (position - lower)
+        upper = min(lower + 1, num_values - 1)
+        if lower <= num_values - 1 - upper:  # walk from the nearer end: rank k ascending is n-1-k descending
+            values = list(session.scalars(rank_query(tenant_id, since, until), {"offset": lower}))
+            low_value, high_value = values[0], values[-1]
+        else:
+            values = list(session.scalars(rank_query(tenant_id, since, until, descending=True),
+                                          {"offset": num_values - 1 - upper}))
+            high_value, low_value = values[0], values[-1]
+        out[key] = low_value + (high_value - low_value) * (position - lower)
     return out
 
 
-def rank_query(tenant_id: int, since: datetime | None, until: datetime | None):
-    """Textual SQL only because SQLAlchemy cannot render SQLite's INDEXED BY (the planner, left
-    alone, sorts the whole window instead of walking the (tenant_id, ttft_ms, created_at) index)."""
+def rank_query(tenant_id: int, since: datetime | None, until: datetime | None, *, descending: bool = False):
+    """The two ranks from :offset in TTFT order (descending: from the largest), walking the
+    (tenant_id, ttft_ms, created_at) index, so a high percentile walks only the top of it.
+    Textual SQL only because SQLAlchemy cannot render SQLite's INDEXED BY (the planner, left
+    alone, sorts the whole window instead of walking the index)."""
     clauses, params = ["ttft_ms IS NOT NULL", "tenant_id = :tenant_id"], [bindparam("tenant_id", tenant_id)]
     if since is not None:
         clauses.append("created_at >= :since")
@@ -238,7 +247,7 @@ def rank_query(tenant_id: int, since: datetime | None, until: datetime | None):
         params.append(bindparam("until", until, type_=UtcDateTime()))
     sql = (
         "SELECT ttft_ms FROM request_log INDEXED BY ix_request_log_tenant_ttft "
-        f"WHERE {' AND '.join(clauses)} ORDER BY ttft_ms LIMIT 2 OFFSET :offset"
+        f"WHERE {' AND '.join(clauses)} ORDER BY ttft_ms{' DESC' if descending else ''} LIMIT 2 OFFSET :offset"
     )
     return text(sql).bindparams(*params).columns(ttft_ms=Float())
 
