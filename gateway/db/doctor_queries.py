@@ -30,9 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Float, and_, case, cast, func, select
+from sqlalchemy import Float, and_, case, cast, func, literal, select
 from sqlalchemy.orm import Session
 
+from gateway.db.hourly import whole_hours
+from gateway.db.models import DoctorHourly as D
 from gateway.db.models import RequestLog as R
 from gateway.db.stats_queries import window
 
@@ -149,33 +151,60 @@ def cold_cause():
     return case((R.miss_cause == "tools", "tools_vary"), else_="cold_start")
 
 
-def gain_columns() -> list:
-    """The gains summed and counted, labelled as in SUMS."""
+def row_sums() -> dict:
+    """Per request-log row, what each of SUMS adds for it (1 for `requests`): loss_groups sums
+    these over rows, the doctor's hourly roll-up (gateway/db/doctor_hourly.py) adds them up per row."""
     g = gains()
     canonical, canonical_prompt, shadow = g["canonical"], g["canonical_prompt"], g["shadow"]
     eviction, order, cold, shared = g["eviction"], g["order"], g["cold"], g["shared"]
     raw_cached = case((R.canonicalized.is_(True), shadow), else_=R.cached_tokens)
     sums = {
-        "requests": func.count(),
-        "prompt_tokens": func.sum(R.prompt_tokens),
-        "cached_tokens": func.sum(R.cached_tokens),
-        "uncached_tokens": func.sum(R.prompt_tokens - R.cached_tokens),
-        "raw_cached_tokens": func.sum(raw_cached),
-        "canonical_cached_tokens": func.sum(canonical),
-        "canonical_prompt_tokens": func.sum(canonical_prompt),
-        "eviction": func.sum(eviction),
-        "order": func.sum(order),
-        "cold": func.sum(cold),
-        "shared": func.sum(shared),
+        "requests": literal(1),
+        "prompt_tokens": R.prompt_tokens,
+        "cached_tokens": R.cached_tokens,
+        "uncached_tokens": R.prompt_tokens - R.cached_tokens,
+        "raw_cached_tokens": raw_cached,
+        "canonical_cached_tokens": canonical,
+        "canonical_prompt_tokens": canonical_prompt,
+        "eviction": eviction,
+        "order": order,
+        "cold": cold,
+        "shared": shared,
     }
     for name, gain in (("eviction", eviction), ("order", order), ("cold", cold), ("shared", shared)):
-        sums[f"num_{name}"] = func.sum(case((gain > 0, 1), else_=0))
-    sums["num_cold_beyond_shared"] = func.sum(case((cold > shared, 1), else_=0))
-    return [func.coalesce(sums[name], 0).label(name) for name in SUMS]
+        sums[f"num_{name}"] = case((gain > 0, 1), else_=0)
+    sums["num_cold_beyond_shared"] = case((cold > shared, 1), else_=0)
+    return {name: sums[name] for name in SUMS}
+
+
+def gain_columns() -> list:
+    """The gains summed and counted, labelled as in SUMS."""
+    return [func.coalesce(func.sum(expression), 0).label(name) for name, expression in row_sums().items()]
 
 
 def loss_groups(session: Session, tenant_id: int, since: datetime | None, until: datetime | None) -> list[LossGroup]:
-    """The tenant's rows with prompt tokens in [since, until), summed per (order cause, cold cause)."""
+    """The tenant's rows with prompt tokens in [since, until), summed per (order cause, cold cause):
+    the window's whole UTC hours from the doctor's roll-up (gateway/db/doctor_hourly.py), a partial
+    first and last hour from rows."""
+    first, last = whole_hours(since, until)
+    if first is not None and last is not None and first >= last:
+        return raw_loss_groups(session, tenant_id, since, until)
+    parts = [hourly_loss_groups(session, tenant_id, first, last)]
+    if since is not None and since < first:
+        parts.append(raw_loss_groups(session, tenant_id, since, first))
+    if until is not None and last < until:
+        parts.append(raw_loss_groups(session, tenant_id, last, until))
+    totals: dict[tuple, dict[str, int]] = {}
+    for group in (group for part in parts for group in part):
+        sums = totals.setdefault((group.order_cause, group.cold_cause), dict.fromkeys(SUMS, 0))
+        for name in SUMS:
+            sums[name] += getattr(group, name)
+    return [LossGroup(order_cause, cold_cause, **sums) for (order_cause, cold_cause), sums in totals.items()]
+
+
+def raw_loss_groups(session: Session, tenant_id: int, since: datetime | None, until: datetime | None
+                    ) -> list[LossGroup]:
+    """loss_groups() from request-log rows alone (the reference the roll-up must equal)."""
     causes = [order_cause().label("order_cause"), cold_cause().label("cold_cause")]
     query = (
         select(*causes, *gain_columns())
@@ -183,6 +212,24 @@ def loss_groups(session: Session, tenant_id: int, since: datetime | None, until:
         .group_by(*causes)
     )
     return [LossGroup(**row._mapping) for row in session.execute(query)]
+
+
+def hourly_loss_groups(session: Session, tenant_id: int, first: datetime | None, last: datetime | None
+                       ) -> list[LossGroup]:
+    """loss_groups() over the doctor's roll-up hours in [first, last)."""
+    conditions = [D.tenant_id == tenant_id]
+    if first is not None:
+        conditions.append(D.hour >= first)
+    if last is not None:
+        conditions.append(D.hour < last)
+    query = (
+        select(func.nullif(D.order_cause, "").label("order_cause"), D.cold_cause,
+               *(func.sum(getattr(D, name)).label(name) for name in SUMS))
+        .where(*conditions)
+        .group_by(D.order_cause, D.cold_cause)
+    )
+    return [LossGroup(**{k: (int(v) if k in SUMS else v) for k, v in row._mapping.items()})
+            for row in session.execute(query)]
 
 
 def shared_by_system_key(

@@ -19,6 +19,8 @@ migration 0012, which also back-fills the roll-up from the rows already logged.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from sqlalchemy import DDL, Table, event
 
 KEYS = ("tenant_id", "hour", "template", "miss_cause", "error_code")
@@ -29,12 +31,26 @@ TABLE = "request_log_hourly"
 NO_TENANT = -1
 
 
+def whole_hours(since: datetime | None, until: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """[first, last): the whole UTC hours inside [since, until) (None stays unbounded); what a
+    query reads from a roll-up, the rest of the window coming from request-log rows."""
+    def floor(moment: datetime) -> datetime:
+        return moment.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+    first = None if since is None else floor(since) + (timedelta(hours=1) if floor(since) < since else timedelta())
+    return first, None if until is None else floor(until)
+
+
+def hour_sql(dialect: str, row: str) -> str:
+    """The UTC hour `row`.created_at falls in, stored as created_at is."""
+    if dialect == "sqlite":
+        return f"substr({row}.created_at, 1, 13) || ':00:00.000000'"
+    return f"date_trunc('hour', {row}.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+
+
 def row_values(row: str, dialect: str) -> list[str]:
     """SQL expressions of one request-log row's roll-up key and sums; `row` is NEW or a table name."""
-    if dialect == "sqlite":
-        hour = f"substr({row}.created_at, 1, 13) || ':00:00.000000'"
-    else:
-        hour = f"date_trunc('hour', {row}.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+    hour = hour_sql(dialect, row)
     failed = f"{row}.status <> 'ok'"
     return [
         f"coalesce({row}.tenant_id, {NO_TENANT})", hour, f"coalesce({row}.template, '')", f"coalesce({row}.miss_cause, '')",

@@ -28,6 +28,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    event,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -311,6 +312,43 @@ class RequestLogHourly(Base):
 
 
 hourly.attach_trigger_ddl(RequestLogHourly.__table__)
+
+
+class DoctorHourly(Base):
+    """The doctor's loss sums per (tenant, UTC hour, order cause, cold cause), kept by a trigger on
+    request_log (gateway/db/doctor_hourly.py)."""
+
+    __tablename__ = "doctor_hourly"
+
+    tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
+    hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
+    order_cause: Mapped[str] = mapped_column(String(32), primary_key=True)  # '': a canonicalized row
+    cold_cause: Mapped[str] = mapped_column(String(32), primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    uncached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    raw_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    eviction: Mapped[int] = mapped_column(BigInteger, default=0)
+    order: Mapped[int] = mapped_column(BigInteger, default=0)
+    cold: Mapped[int] = mapped_column(BigInteger, default=0)
+    shared: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_eviction: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_order: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_cold: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_shared: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_cold_beyond_shared: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+def _create_doctor_trigger(target, connection, **kw) -> None:
+    from gateway.db.doctor_hourly import create_trigger  # it compiles doctor_queries' expressions over these models
+
+    create_trigger(target, connection, **kw)
+
+
+event.listen(DoctorHourly.__table__, "after_create", _create_doctor_trigger)
 
 
 class StoredResponse(Base):

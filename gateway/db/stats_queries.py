@@ -21,11 +21,12 @@ index — the same exact figure either way.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
 from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
+from gateway.db.hourly import whole_hours
 from gateway.db.models import RequestLog, RequestLogHourly as H, Tenant, UtcDateTime
 from gateway.db.percentile import percentile_cont
 from gateway.db.rollup import (
@@ -78,15 +79,6 @@ def aggregate(
     if until is not None and last < until:
         rows += raw_aggregate(session, tenant_id, last, until, dims, bucket)
     return rows
-
-
-def whole_hours(since: datetime | None, until: datetime | None) -> tuple[datetime | None, datetime | None]:
-    """[first, last): the whole UTC hours inside [since, until) (None stays unbounded)."""
-    def floor(moment: datetime) -> datetime:
-        return moment.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
-
-    first = None if since is None else floor(since) + (timedelta(hours=1) if floor(since) < since else timedelta())
-    return first, None if until is None else floor(until)
 
 
 def raw_aggregate(session: Session, tenant_id: int | None, since: datetime | None, until: datetime | None,

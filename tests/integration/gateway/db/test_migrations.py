@@ -11,7 +11,7 @@ from sqlalchemy import inspect
 from gateway.db import Base, make_engine, migrate
 
 TABLES = {"tenants", "api_keys", "admin_keys", "templates", "template_versions", "pins", "request_log",
-          "engine_stat_snapshots", "responses", "template_labels", "template_samples", "request_log_hourly"}
+          "engine_stat_snapshots", "responses", "template_labels", "template_samples", "request_log_hourly", "doctor_hourly"}
 
 
 def schema_diff(url: str) -> list:

@@ -1,0 +1,79 @@
+"""The cache doctor's hourly roll-up: loss_groups' sums (doctor_queries.SUMS) per tenant, UTC hour,
+order cause and cold cause, kept by the database like the stats roll-up (gateway/db/hourly.py).
+
+The per-row expressions are doctor_queries' own (row_sums, order_cause, cold_cause), compiled
+for the dialect with NEW in place of request_log, so the trigger and the row query cannot
+disagree. Only rows with prompt tokens count (loss_groups' filter: the trigger's WHEN). Key
+sentinels: tenant_id -1, order_cause '' for a canonicalized row (None in a LossGroup).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from gateway.db import doctor_queries
+from gateway.db.hourly import NO_TENANT, hour_sql
+
+TABLE = "doctor_hourly"
+KEYS = ("tenant_id", "hour", "order_cause", "cold_cause")
+DIALECTS = {"sqlite": sqlite.dialect(), "postgresql": postgresql.dialect()}
+
+
+def compiled(expression, dialect: str, row: str) -> str:
+    text = str(expression.compile(dialect=DIALECTS[dialect], compile_kwargs={"literal_binds": True}))
+    return text.replace("request_log.", f"{row}.")
+
+
+def row_values(dialect: str, row: str) -> list[str]:
+    keys = [f"coalesce({row}.tenant_id, {NO_TENANT})", hour_sql(dialect, row),
+            f"coalesce({compiled(doctor_queries.order_cause(), dialect, row)}, '')",
+            compiled(doctor_queries.cold_cause(), dialect, row)]
+    return keys + [compiled(expression, dialect, row) for expression in doctor_queries.row_sums().values()]
+
+
+def create_trigger_sql(dialect: str) -> list[str]:
+    """The statements that make the database keep the doctor's roll-up (sqlite or postgresql)."""
+    names = (*KEYS, *doctor_queries.SUMS)
+    quoted = [quote(name) for name in names]
+    updates = ", ".join(f"{quote(n)} = {TABLE}.{quote(n)} + excluded.{quote(n)}" for n in doctor_queries.SUMS)
+    upsert = (f"INSERT INTO {TABLE} ({', '.join(quoted)}) VALUES ({', '.join(row_values(dialect, 'NEW'))}) "
+              f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
+    if dialect == "sqlite":
+        return [f"CREATE TRIGGER trg_doctor_hourly AFTER INSERT ON request_log WHEN NEW.prompt_tokens > 0 "
+                f"BEGIN {upsert}; END"]
+    if dialect == "postgresql":
+        return [
+            f"CREATE OR REPLACE FUNCTION doctor_hourly_add() RETURNS trigger AS $$ "
+            f"BEGIN {upsert}; RETURN NULL; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER trg_doctor_hourly AFTER INSERT ON request_log FOR EACH ROW "
+            "WHEN (NEW.prompt_tokens > 0) EXECUTE FUNCTION doctor_hourly_add()",
+        ]
+    raise ValueError(f"the doctor's roll-up is implemented for sqlite and postgresql, not {dialect}")
+
+
+def drop_trigger_sql(dialect: str) -> list[str]:
+    if dialect == "sqlite":
+        return ["DROP TRIGGER IF EXISTS trg_doctor_hourly"]
+    return ["DROP TRIGGER IF EXISTS trg_doctor_hourly ON request_log", "DROP FUNCTION IF EXISTS doctor_hourly_add()"]
+
+
+def backfill_sql(dialect: str) -> str:
+    """Roll up every row already in request_log (the roll-up table must be empty)."""
+    values = row_values(dialect, "request_log")
+    keys, sums = values[: len(KEYS)], values[len(KEYS):]
+    selected = ", ".join([*keys, *(f"sum({expression})" for expression in sums)])
+    group = ", ".join(str(i + 1) for i in range(len(KEYS)))
+    names = ", ".join(quote(name) for name in (*KEYS, *doctor_queries.SUMS))
+    return f"INSERT INTO {TABLE} ({names}) SELECT {selected} FROM request_log WHERE prompt_tokens > 0 GROUP BY {group}"
+
+
+def quote(name: str) -> str:
+    """`order` is a reserved word."""
+    return f'"{name}"'
+
+
+def create_trigger(target, connection, **kw) -> None:
+    """after_create hook of the roll-up table (models.DoctorHourly): create_all makes the trigger too."""
+    for statement in create_trigger_sql(connection.dialect.name):
+        connection.execute(text(statement))
