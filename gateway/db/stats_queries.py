@@ -202,11 +202,13 @@ def ranked_percentiles(
     and sorts it here; a large one fetches just the two ranks around each percentile (ORDER BY
     ttft_ms LIMIT 2 OFFSET k, from whichever end is nearer: p95 walks the top 5%), walking the
     (tenant_id, ttft_ms, created_at) index in TTFT order instead of sorting the window — that walk
-    costs the tenant's history up to the rank, hence the split."""
+    costs the tenant's history up to the rank, hence the split (an unbounded window always walks:
+    its history is the window)."""
     out = empty_percentiles()
     if not num_values:
         return out
-    if num_values <= FETCH_MAX_VALUES or tenant_id is None:
+    is_whole_history = since is None and until is None  # the walk reads the window, nothing else
+    if tenant_id is None or (num_values <= FETCH_MAX_VALUES and not is_whole_history):
         conditions = [*window(tenant_id, since, until), R.ttft_ms.is_not(None)]
         values = sorted(session.scalars(select(R.ttft_ms).where(*conditions)))
         return {key: percentile_cont(values, fraction) for key, fraction in PERCENTILES.items()}

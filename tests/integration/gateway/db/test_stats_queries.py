@@ -237,3 +237,11 @@ def test_a_row_the_log_writer_retries_is_rolled_up_once(migrated_url):  # noqa: 
         assert queries.totals(session, None, None, None)["requests"] == 20
         assert queries.totals(session, None, None, None)["prompt_tokens"] == sum(r["prompt_tokens"] for r in rows)
     engine.dispose()
+
+
+def test_unbounded_percentiles_walk_the_index_and_stay_exact(seeded):
+    session, rows = seeded
+    for tenant_id in (1, 2):
+        expected = reference(in_window(rows, tenant_id))
+        got = queries.ttft_percentiles_by_tenant(session, None, None)[tenant_id]
+        assert got == {k: pytest.approx(expected[k]) for k in ("ttft_p50_ms", "ttft_p95_ms")}
