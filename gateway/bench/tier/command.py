@@ -67,8 +67,9 @@ def _print(result: dict) -> None:
     console = Console()
     console.print(table)
     off, on, unbounded = (result[n] for n in ("tier_off", "tier_on", "unbounded"))
+    speedup = off["wall_s"] / on["wall_s"]
     console.print(f"tier on vs off: hit rate {on['hit_rate']:.3f} vs {off['hit_rate']:.3f}, wall "
-                  f"{off['wall_s'] / on['wall_s']:.2f}x faster; gap to unbounded {result['hit_rate_gap_points']:.1f} points "
+                  f"{on['wall_s']:.1f} s vs {off['wall_s']:.1f} s ({speedup:.2f}x {'faster' if speedup >= 1 else 'SLOWER'}); gap to unbounded {result['hit_rate_gap_points']:.1f} points "
                   f"({'within' if result['hit_rate_gap_points'] <= 5 else 'NOT within'} 5)")
     console.print(f"outputs identical (off / on / unbounded): {result['outputs_identical']}")
     shared = result["shared_processes"]
