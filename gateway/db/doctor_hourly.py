@@ -29,7 +29,9 @@ def row_values(dialect: str, row: str) -> list[str]:
     keys = [f"coalesce({row}.tenant_id, {NO_TENANT})", hour_sql(dialect, row),
             f"coalesce({compiled(doctor_queries.order_cause(), dialect, row)}, '')",
             compiled(doctor_queries.cold_cause(), dialect, row)]
-    return keys + [compiled(expression, dialect, row) for expression in doctor_queries.row_sums().values()]
+    # a NULL term (cached_tokens unknown for a remote that reports none) adds 0, as SUM skips it
+    return keys + [f"coalesce({compiled(expression, dialect, row)}, 0)"
+                   for expression in doctor_queries.row_sums().values()]
 
 
 def create_trigger_sql(dialect: str) -> list[str]:

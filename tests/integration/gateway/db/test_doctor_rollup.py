@@ -35,3 +35,23 @@ def test_loss_groups_from_the_rollup_equal_the_rows_for_any_window(db_url):
                 assert got == want, (since, until, tenant_id)
                 assert got or since is not None  # the unbounded window holds every tenant's rows
     engine.dispose()
+
+
+def test_a_row_with_unknown_cached_tokens_is_logged_and_adds_nothing_it_lacks(migrated_url):
+    """A remote that reports no cached tokens logs NULL: the trigger must take the row (it runs in the
+    insert's transaction: a failure there would lose the row) and sum it as the rows do."""
+    import uuid
+
+    from gateway.db.log_writer import insert_ignoring_duplicates
+
+    engine = make_engine(migrated_url)
+    row = {"id": uuid.uuid4(), "created_at": END, "tenant_id": 1, "prompt_tokens": 100, "cached_tokens": None,
+           "completion_tokens": 3, "status": "ok", "canonicalized": False, "was_canonical": False,
+           "dynamic_hoisted": False}
+    with make_session_factory(engine).begin() as session:
+        session.execute(insert_ignoring_duplicates(engine.dialect.name), [row])
+    with make_session_factory(engine)() as session:
+        got = by_causes(doctor_queries.loss_groups(session, 1, None, None))
+        assert got == by_causes(doctor_queries.raw_loss_groups(session, 1, None, None))
+        assert sum(g.requests for g in got.values()) == 1
+    engine.dispose()
