@@ -30,6 +30,7 @@ from gateway.db.models import (
     utc_now,
 )
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory, session_scope
+from gateway.db import doctor_hourly  # noqa: F401  (hooks the doctor roll-up's trigger to create_all)
 
 __all__ = [
     "AdminKey",

@@ -1,4 +1,4 @@
-"""The cache doctor's hourly roll-up: loss_groups' sums (doctor_queries.SUMS) per tenant, UTC hour,
+"""The cache doctor's hourly roll-up: loss_groups' sums (SUMS) per tenant, UTC hour,
 order cause and cold cause, kept by the database like the stats roll-up (gateway/db/hourly.py).
 
 The per-row expressions are doctor_queries' own (row_sums, order_cause, cold_cause), compiled
@@ -9,11 +9,12 @@ sentinels: tenant_id -1, order_cause '' for a canonicalized row (None in a LossG
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.dialects import postgresql, sqlite
 
-from gateway.db import doctor_queries
+from gateway.db.doctor_queries import SUMS, cold_cause, order_cause, row_sums
 from gateway.db.hourly import NO_TENANT, hour_sql
+from gateway.db.models import DoctorHourly
 
 TABLE = "doctor_hourly"
 KEYS = ("tenant_id", "hour", "order_cause", "cold_cause")
@@ -27,18 +28,18 @@ def compiled(expression, dialect: str, row: str) -> str:
 
 def row_values(dialect: str, row: str) -> list[str]:
     keys = [f"coalesce({row}.tenant_id, {NO_TENANT})", hour_sql(dialect, row),
-            f"coalesce({compiled(doctor_queries.order_cause(), dialect, row)}, '')",
-            compiled(doctor_queries.cold_cause(), dialect, row)]
+            f"coalesce({compiled(order_cause(), dialect, row)}, '')",
+            compiled(cold_cause(), dialect, row)]
     # a NULL term (cached_tokens unknown for a remote that reports none) adds 0, as SUM skips it
     return keys + [f"coalesce({compiled(expression, dialect, row)}, 0)"
-                   for expression in doctor_queries.row_sums().values()]
+                   for expression in row_sums().values()]
 
 
 def create_trigger_sql(dialect: str) -> list[str]:
     """The statements that make the database keep the doctor's roll-up (sqlite or postgresql)."""
-    names = (*KEYS, *doctor_queries.SUMS)
+    names = (*KEYS, *SUMS)
     quoted = [quote(name) for name in names]
-    updates = ", ".join(f"{quote(n)} = {TABLE}.{quote(n)} + excluded.{quote(n)}" for n in doctor_queries.SUMS)
+    updates = ", ".join(f"{quote(n)} = {TABLE}.{quote(n)} + excluded.{quote(n)}" for n in SUMS)
     upsert = (f"INSERT INTO {TABLE} ({', '.join(quoted)}) VALUES ({', '.join(row_values(dialect, 'NEW'))}) "
               f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
     if dialect == "sqlite":
@@ -66,7 +67,7 @@ def backfill_sql(dialect: str) -> str:
     keys, sums = values[: len(KEYS)], values[len(KEYS):]
     selected = ", ".join([*keys, *(f"sum({expression})" for expression in sums)])
     group = ", ".join(str(i + 1) for i in range(len(KEYS)))
-    names = ", ".join(quote(name) for name in (*KEYS, *doctor_queries.SUMS))
+    names = ", ".join(quote(name) for name in (*KEYS, *SUMS))
     return f"INSERT INTO {TABLE} ({names}) SELECT {selected} FROM request_log WHERE prompt_tokens > 0 GROUP BY {group}"
 
 
@@ -76,6 +77,10 @@ def quote(name: str) -> str:
 
 
 def create_trigger(target, connection, **kw) -> None:
-    """after_create hook of the roll-up table (models.DoctorHourly): create_all makes the trigger too."""
+    """after_create hook of the roll-up table (models.DoctorHourly): create_all makes the trigger too
+    (gateway.db imports this module, so the hook is in place wherever the models are)."""
     for statement in create_trigger_sql(connection.dialect.name):
         connection.execute(text(statement))
+
+
+event.listen(DoctorHourly.__table__, "after_create", create_trigger)

@@ -28,12 +28,11 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
-    event,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from gateway.db import hourly
+from gateway.db.hourly import TABLE as HOURLY_TABLE, attach_trigger_ddl
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -291,7 +290,7 @@ class RequestLogHourly(Base):
     """The request log's stats sums per (tenant, UTC hour, template, miss cause, error code), kept
     by a trigger on request_log (gateway/db/hourly.py: sentinels instead of NULL keys, DDL)."""
 
-    __tablename__ = hourly.TABLE
+    __tablename__ = HOURLY_TABLE
 
     tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
     hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
@@ -311,12 +310,12 @@ class RequestLogHourly(Base):
     host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-hourly.attach_trigger_ddl(RequestLogHourly.__table__)
+attach_trigger_ddl(RequestLogHourly.__table__)
 
 
 class DoctorHourly(Base):
     """The doctor's loss sums per (tenant, UTC hour, order cause, cold cause), kept by a trigger on
-    request_log (gateway/db/doctor_hourly.py)."""
+    request_log (gateway/db/doctor_hourly.py, which also hooks the trigger's DDL to create_all)."""
 
     __tablename__ = "doctor_hourly"
 
@@ -340,15 +339,6 @@ class DoctorHourly(Base):
     num_cold: Mapped[int] = mapped_column(BigInteger, default=0)
     num_shared: Mapped[int] = mapped_column(BigInteger, default=0)
     num_cold_beyond_shared: Mapped[int] = mapped_column(BigInteger, default=0)
-
-
-def _create_doctor_trigger(target, connection, **kw) -> None:
-    from gateway.db.doctor_hourly import create_trigger  # it compiles doctor_queries' expressions over these models
-
-    create_trigger(target, connection, **kw)
-
-
-event.listen(DoctorHourly.__table__, "after_create", _create_doctor_trigger)
 
 
 class StoredResponse(Base):
