@@ -13,7 +13,8 @@ from sqlalchemy import event, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.doctor_queries import SUMS, cold_cause, order_cause, row_sums
-from gateway.db.hourly import NO_TENANT, hour_sql
+from gateway.db.hourly import NO_TENANT, hour_sql, trigger_sql
+from gateway.db.hourly import drop_trigger_sql as hourly_drop_trigger_sql
 from gateway.db.models import DoctorHourly
 
 TABLE = "doctor_hourly"
@@ -42,23 +43,11 @@ def create_trigger_sql(dialect: str) -> list[str]:
     updates = ", ".join(f"{quote(n)} = {TABLE}.{quote(n)} + excluded.{quote(n)}" for n in SUMS)
     upsert = (f"INSERT INTO {TABLE} ({', '.join(quoted)}) VALUES ({', '.join(row_values(dialect, 'NEW'))}) "
               f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
-    if dialect == "sqlite":
-        return [f"CREATE TRIGGER trg_doctor_hourly AFTER INSERT ON request_log WHEN NEW.prompt_tokens > 0 "
-                f"BEGIN {upsert}; END"]
-    if dialect == "postgresql":
-        return [
-            f"CREATE OR REPLACE FUNCTION doctor_hourly_add() RETURNS trigger AS $$ "
-            f"BEGIN {upsert}; RETURN NULL; END $$ LANGUAGE plpgsql",
-            "CREATE TRIGGER trg_doctor_hourly AFTER INSERT ON request_log FOR EACH ROW "
-            "WHEN (NEW.prompt_tokens > 0) EXECUTE FUNCTION doctor_hourly_add()",
-        ]
-    raise ValueError(f"the doctor's roll-up is implemented for sqlite and postgresql, not {dialect}")
+    return trigger_sql(dialect, TABLE, upsert, when="NEW.prompt_tokens > 0")
 
 
 def drop_trigger_sql(dialect: str) -> list[str]:
-    if dialect == "sqlite":
-        return ["DROP TRIGGER IF EXISTS trg_doctor_hourly"]
-    return ["DROP TRIGGER IF EXISTS trg_doctor_hourly ON request_log", "DROP FUNCTION IF EXISTS doctor_hourly_add()"]
+    return hourly_drop_trigger_sql(dialect, TABLE)
 
 
 def backfill_sql(dialect: str) -> str:

@@ -33,7 +33,7 @@ from datetime import datetime
 from sqlalchemy import Float, and_, case, cast, func, literal, select
 from sqlalchemy.orm import Session
 
-from gateway.db.hourly import whole_hours
+from gateway.db.hourly import split_window
 from gateway.db.models import DoctorHourly as D
 from gateway.db.models import RequestLog as R
 from gateway.db.stats_queries import window
@@ -186,14 +186,9 @@ def loss_groups(session: Session, tenant_id: int, since: datetime | None, until:
     """The tenant's rows with prompt tokens in [since, until), summed per (order cause, cold cause):
     the window's whole UTC hours from the doctor's roll-up (gateway/db/doctor_hourly.py), a partial
     first and last hour from rows."""
-    first, last = whole_hours(since, until)
-    if first is not None and last is not None and first >= last:
-        return raw_loss_groups(session, tenant_id, since, until)
-    parts = [hourly_loss_groups(session, tenant_id, first, last)]
-    if since is not None and since < first:
-        parts.append(raw_loss_groups(session, tenant_id, since, first))
-    if until is not None and last < until:
-        parts.append(raw_loss_groups(session, tenant_id, last, until))
+    hours, edges = split_window(since, until)
+    parts = [] if hours is None else [hourly_loss_groups(session, tenant_id, *hours)]
+    parts += [raw_loss_groups(session, tenant_id, start, end) for start, end in edges]
     totals: dict[tuple, dict[str, int]] = {}
     for group in (group for part in parts for group in part):
         sums = totals.setdefault((group.order_cause, group.cold_cause), dict.fromkeys(SUMS, 0))
@@ -217,11 +212,7 @@ def raw_loss_groups(session: Session, tenant_id: int, since: datetime | None, un
 def hourly_loss_groups(session: Session, tenant_id: int, first: datetime | None, last: datetime | None
                        ) -> list[LossGroup]:
     """loss_groups() over the doctor's roll-up hours in [first, last)."""
-    conditions = [D.tenant_id == tenant_id]
-    if first is not None:
-        conditions.append(D.hour >= first)
-    if last is not None:
-        conditions.append(D.hour < last)
+    conditions = window(tenant_id, first, last, D.tenant_id, D.hour)
     query = (
         select(func.nullif(D.order_cause, "").label("order_cause"), D.cold_cause,
                *(func.sum(getattr(D, name)).label(name) for name in SUMS))

@@ -31,6 +31,20 @@ TABLE = "request_log_hourly"
 NO_TENANT = -1
 
 
+def split_window(since: datetime | None, until: datetime | None
+                 ) -> tuple[tuple[datetime | None, datetime | None] | None, list[tuple[datetime, datetime]]]:
+    """[since, until) as (the whole hours a roll-up serves, or None; the partial hours rows must serve)."""
+    first, last = whole_hours(since, until)
+    if first is not None and last is not None and first >= last:  # no whole hour inside
+        return None, [(since, until)]
+    edges = []
+    if since is not None and since < first:
+        edges.append((since, first))
+    if until is not None and last < until:
+        edges.append((last, until))
+    return (first, last), edges
+
+
 def whole_hours(since: datetime | None, until: datetime | None) -> tuple[datetime | None, datetime | None]:
     """[first, last): the whole UTC hours inside [since, until) (None stays unbounded); what a
     query reads from a roll-up, the rest of the window coming from request-log rows."""
@@ -72,26 +86,32 @@ def upsert_sql(dialect: str) -> str:
             f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
 
 
+def trigger_sql(dialect: str, name: str, upsert: str, when: str | None = None) -> list[str]:
+    """The statements of an AFTER INSERT trigger `name` on request_log that runs `upsert` per row
+    (optionally only WHEN `when` holds of NEW), on sqlite or postgresql."""
+    if dialect == "sqlite":
+        condition = f"WHEN {when} " if when else ""
+        return [f"CREATE TRIGGER trg_{name} AFTER INSERT ON request_log {condition}BEGIN {upsert}; END"]
+    if dialect == "postgresql":
+        condition = f"WHEN ({when}) " if when else ""
+        return [
+            f"CREATE OR REPLACE FUNCTION {name}_add() RETURNS trigger AS $$ "
+            f"BEGIN {upsert}; RETURN NULL; END $$ LANGUAGE plpgsql",
+            f"CREATE TRIGGER trg_{name} AFTER INSERT ON request_log FOR EACH ROW {condition}"
+            f"EXECUTE FUNCTION {name}_add()",
+        ]
+    raise ValueError(f"the request log's roll-ups are implemented for sqlite and postgresql, not {dialect}")
+
+
+def drop_trigger_sql(dialect: str, name: str = TABLE) -> list[str]:
+    if dialect == "sqlite":
+        return [f"DROP TRIGGER IF EXISTS trg_{name}"]
+    return [f"DROP TRIGGER IF EXISTS trg_{name} ON request_log", f"DROP FUNCTION IF EXISTS {name}_add()"]
+
+
 def create_trigger_sql(dialect: str) -> list[str]:
     """The statements that make the database keep the roll-up (sqlite or postgresql)."""
-    if dialect == "sqlite":
-        return [f"CREATE TRIGGER trg_request_log_hourly AFTER INSERT ON request_log "
-                f"BEGIN {upsert_sql(dialect)}; END"]
-    if dialect == "postgresql":
-        return [
-            f"CREATE OR REPLACE FUNCTION request_log_hourly_add() RETURNS trigger AS $$ "
-            f"BEGIN {upsert_sql(dialect)}; RETURN NULL; END $$ LANGUAGE plpgsql",
-            "CREATE TRIGGER trg_request_log_hourly AFTER INSERT ON request_log "
-            "FOR EACH ROW EXECUTE FUNCTION request_log_hourly_add()",
-        ]
-    raise ValueError(f"the hourly roll-up is implemented for sqlite and postgresql, not {dialect}")
-
-
-def drop_trigger_sql(dialect: str) -> list[str]:
-    if dialect == "sqlite":
-        return ["DROP TRIGGER IF EXISTS trg_request_log_hourly"]
-    return ["DROP TRIGGER IF EXISTS trg_request_log_hourly ON request_log",
-            "DROP FUNCTION IF EXISTS request_log_hourly_add()"]
+    return trigger_sql(dialect, TABLE, upsert_sql(dialect))
 
 
 def backfill_sql(dialect: str) -> str:

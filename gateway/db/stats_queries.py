@@ -26,7 +26,7 @@ from datetime import datetime
 from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
-from gateway.db.hourly import whole_hours
+from gateway.db.hourly import split_window
 from gateway.db.models import RequestLog, RequestLogHourly as H, Tenant, UtcDateTime
 from gateway.db.percentile import percentile_cont
 from gateway.db.rollup import (
@@ -46,14 +46,17 @@ FETCH_MAX_VALUES = 50_000
 R = RequestLog
 
 
-def window(tenant_id: int | None, since: datetime | None, until: datetime | None) -> list:
+def window(tenant_id: int | None, since: datetime | None, until: datetime | None,
+           tenant_column=R.tenant_id, time_column=R.created_at) -> list:
+    """WHERE conditions of a tenant (None: all) and [since, until) over request-log rows, or over a
+    roll-up's tenant and hour columns."""
     conditions = []
     if tenant_id is not None:
-        conditions.append(R.tenant_id == tenant_id)
+        conditions.append(tenant_column == tenant_id)
     if since is not None:
-        conditions.append(R.created_at >= since)
+        conditions.append(time_column >= since)
     if until is not None:
-        conditions.append(R.created_at < until)
+        conditions.append(time_column < until)
     return conditions
 
 
@@ -70,14 +73,10 @@ def aggregate(
     The whole UTC hours of the window come from the hourly roll-up (gateway/db/hourly.py); only
     a partial first and last hour are summed from request-log rows. The result may hold several
     rows per group (one per source): callers add them up with rollup()."""
-    first, last = whole_hours(since, until)
-    if first is not None and last is not None and first >= last:  # no whole hour inside
-        return raw_aggregate(session, tenant_id, since, until, dims, bucket)
-    rows = hourly_aggregate(session, tenant_id, first, last, dims, bucket)
-    if since is not None and since < first:
-        rows += raw_aggregate(session, tenant_id, since, first, dims, bucket)
-    if until is not None and last < until:
-        rows += raw_aggregate(session, tenant_id, last, until, dims, bucket)
+    hours, edges = split_window(since, until)
+    rows = [] if hours is None else hourly_aggregate(session, tenant_id, *hours, dims, bucket)
+    for start, end in edges:
+        rows += raw_aggregate(session, tenant_id, start, end, dims, bucket)
     return rows
 
 
@@ -93,13 +92,7 @@ def hourly_aggregate(session: Session, tenant_id: int | None, first: datetime | 
                      dims: tuple[str, ...], bucket: str) -> list[dict]:
     """aggregate() over the roll-up's hours in [first, last)."""
     columns = hourly_dimension_columns(session, dims, bucket)
-    conditions = []
-    if tenant_id is not None:
-        conditions.append(H.tenant_id == tenant_id)
-    if first is not None:
-        conditions.append(H.hour >= first)
-    if last is not None:
-        conditions.append(H.hour < last)
+    conditions = window(tenant_id, first, last, H.tenant_id, H.hour)
     return grouped_rows(session, select(*columns, *hourly_sum_columns()).where(*conditions), columns, dims)
 
 
