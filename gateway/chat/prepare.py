@@ -207,7 +207,9 @@ def prepare_request(
         text += forced
     check_length(len(token_ids), max_context)
     params = clamp_max_tokens(params, len(token_ids), max_context)
-    prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced)
+    system_len = canonical.system_prefix_len if canonical is not None else 0
+    prompt = PreparedPrompt(token_ids, text, messages, prefix_len, model_id, assistant_prefix=forced,
+                            system_prefix_len=system_len)
     return PreparedRequest(
         prompt, params, sections, raw_ids, section_tokens, template_name, version, body.canonicalize, canonical
     )

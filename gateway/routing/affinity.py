@@ -1,7 +1,7 @@
-"""Prefix affinity: the same canonical static prefix goes to the same replica.
+"""Prefix affinity: the same canonical system + tools prefix goes to the same replica.
 
 Rendezvous (highest-random-weight) hashing ranks every backend for a key; the key is the
-cache namespace plus the hash of the canonical static prefix, so each tenant's hot prefixes stay
+cache namespace plus the hash of the canonical system + tools prefix, so each tenant's hot prefixes stay
 on one replica, where that replica's own prefix cache keeps hitting. Adding or removing a backend
 moves only the keys that ranked it first.
 

@@ -74,7 +74,9 @@ class PreparedPrompt:
     messages: the canonical-order chat messages, for remote OpenAI-style backends
       that render their own chat template.
     static_prefix_len: number of leading token_ids shared by every request with
-      the same static sections (system, tools, context); affinity hashes them.
+      the same static sections (system, tools, context).
+    system_prefix_len: of those, the leading system and tools tokens (<= static_prefix_len): what
+      every request of one agent or app shares, whatever its retrieved context; affinity hashes them.
     assistant_prefix: text the answer is forced to start with (e.g. `<tool_call>` when
       tool_choice requires a call). Its ids are already the last of token_ids; a
       backend generating from token_ids yields it as its first text. Backends that
@@ -87,6 +89,7 @@ class PreparedPrompt:
     static_prefix_len: int
     model: str
     assistant_prefix: str = ""
+    system_prefix_len: int = 0
 
     @property
     def num_tokens(self) -> int:

@@ -4,7 +4,7 @@
 
 Modes (settings.routing.mode):
 - affinity: token-exact prefix affinity. The key is the cache namespace plus either the client's
-  `prompt_cache_key` or the hash of the canonical static prefix's token ids. A key seen before goes
+  `prompt_cache_key` or the hash of the canonical system + tools prefix's token ids. A key seen before goes
   to the node it went to (an LRU table over the hash ring); a cold key goes to the least-loaded
   node, ties broken by the key's rendezvous rank (so on an idle fleet it is plain consistent
   hashing: adding a node moves only the keys that now rank it first). Bounded load, in tokens: a

@@ -7,7 +7,8 @@ Selection, per request:
 2. the routing policy (routing/policy.py: affinity, random, round robin, least load) orders them,
    skipping nodes that are down or overloaded; the key is the cache namespace plus the client's
    `prompt_cache_key`, else a Responses turn's conversation (its chain's first response id, so
-   every turn goes where the previous turns' KV is), else the canonical static prefix's token ids.
+   every turn goes where the previous turns' KV is), else the canonical system + tools prefix's
+   token ids (else the whole static prefix; `routing_key`).
 3. the returned FailoverBackend tries the chosen node and, if it fails before its first output
    (BackendUnavailableError, streams included), retries once on another node. After the first
    output an error ends the stream (the client already has that node's tokens).
@@ -151,9 +152,14 @@ def admits(backend: Backend) -> bool:
 
 
 def routing_key(prompt: PreparedPrompt, namespace: str, cache_key: str | None) -> str:
-    """The affinity key: the client's cache key when given, else the static prefix's token ids."""
+    """The affinity key: the client's cache key when given, else the canonical system + tools
+    prefix's token ids (shared by every request of one agent, whatever its retrieved context or
+    conversation, so they meet on one node; the bounded load spreads a hot one), else the whole
+    static prefix, else the first RAW_PREFIX_TOKENS ids of a raw-order prompt."""
     if cache_key:
         return affinity_key(namespace, "key:" + cache_key)
+    if prompt.system_prefix_len:
+        return affinity_key(namespace, prompt.prefix_key(prompt.system_prefix_len))
     if prompt.static_prefix_len:
         return affinity_key(namespace, prompt.prefix_key())
     return affinity_key(namespace, prompt.prefix_key(min(prompt.num_tokens, RAW_PREFIX_TOKENS)))

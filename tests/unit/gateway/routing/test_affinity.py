@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gateway.routing.affinity import affinity_key, rank, rendezvous_score
 from gateway.routing.base import BackendChunk, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt
-from gateway.routing.router import FailoverBackend, Router
+from gateway.routing.router import FailoverBackend, Router, routing_key
 
 NAMES = ["r0", "r1", "r2", "r3"]
 
@@ -82,6 +82,20 @@ def test_router_sends_the_same_prefix_to_the_same_replica():
     assert len(picked) == 1
     prefixes = {router.pick(make_prompt((i, i + 1)), "tenant:1").candidates[0].name for i in range(60)}
     assert len(prefixes) > 1
+
+
+def test_the_key_is_the_system_and_tools_prefix_whatever_the_context_after_it():
+    system, contexts = (5, 6, 7), [(10 + i, 20 + i) for i in range(40)]
+    prompts = [PreparedPrompt(system + c + (9,), "", (), len(system) + len(c), "m", system_prefix_len=len(system))
+               for c in contexts]
+    assert len({routing_key(p, "ns", None) for p in prompts}) == 1
+    router = Router(None, [StubBackend(n) for n in NAMES])
+    assert len({router.pick(p, "ns").candidates[0].name for p in prompts}) == 1
+    other = PreparedPrompt((5, 6, 8) + contexts[0] + (9,), "", (), 5, "m", system_prefix_len=3)
+    assert routing_key(other, "ns", None) != routing_key(prompts[0], "ns", None)
+    # no system or tools section: the whole static prefix is the key, context included
+    assert len({routing_key(make_prompt(c), "ns", None) for c in contexts}) == len(contexts)
+    assert routing_key(prompts[0], "ns", "conv-1") == routing_key(other, "ns", "conv-1")
 
 
 def test_router_prefers_embedded_for_unknown_models_and_remotes_by_name():
