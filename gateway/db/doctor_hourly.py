@@ -13,7 +13,7 @@ from sqlalchemy import event, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.doctor_queries import SUMS, cold_cause, order_cause, row_sums
-from gateway.db.hourly import NO_TENANT, hour_sql, trigger_sql
+from gateway.db.hourly import NO_TENANT, backfill_statement, hour_sql, trigger_sql, upsert_statement
 from gateway.db.hourly import drop_trigger_sql as hourly_drop_trigger_sql
 from gateway.db.models import DoctorHourly
 
@@ -38,11 +38,7 @@ def row_values(dialect: str, row: str) -> list[str]:
 
 def create_trigger_sql(dialect: str) -> list[str]:
     """The statements that make the database keep the doctor's roll-up (sqlite or postgresql)."""
-    names = (*KEYS, *SUMS)
-    quoted = [quote(name) for name in names]
-    updates = ", ".join(f"{quote(n)} = {TABLE}.{quote(n)} + excluded.{quote(n)}" for n in SUMS)
-    upsert = (f"INSERT INTO {TABLE} ({', '.join(quoted)}) VALUES ({', '.join(row_values(dialect, 'NEW'))}) "
-              f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
+    upsert = upsert_statement(TABLE, KEYS, SUMS, row_values(dialect, "NEW"))
     return trigger_sql(dialect, TABLE, upsert, when="NEW.prompt_tokens > 0")
 
 
@@ -52,17 +48,7 @@ def drop_trigger_sql(dialect: str) -> list[str]:
 
 def backfill_sql(dialect: str) -> str:
     """Roll up every row already in request_log (the roll-up table must be empty)."""
-    values = row_values(dialect, "request_log")
-    keys, sums = values[: len(KEYS)], values[len(KEYS):]
-    selected = ", ".join([*keys, *(f"sum({expression})" for expression in sums)])
-    group = ", ".join(str(i + 1) for i in range(len(KEYS)))
-    names = ", ".join(quote(name) for name in (*KEYS, *SUMS))
-    return f"INSERT INTO {TABLE} ({names}) SELECT {selected} FROM request_log WHERE prompt_tokens > 0 GROUP BY {group}"
-
-
-def quote(name: str) -> str:
-    """`order` is a reserved word."""
-    return f'"{name}"'
+    return backfill_statement(TABLE, KEYS, SUMS, row_values(dialect, "request_log"), where="prompt_tokens > 0")
 
 
 def create_trigger(target, connection, **kw) -> None:

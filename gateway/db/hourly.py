@@ -19,6 +19,7 @@ migration 0012, which also back-fills the roll-up from the rows already logged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import DDL, Table, event
@@ -80,10 +81,30 @@ def row_values(row: str, dialect: str) -> list[str]:
 
 def upsert_sql(dialect: str) -> str:
     """INSERT of NEW's group, adding to the group when it exists."""
-    columns = ", ".join((*KEYS, *SUMS))
-    updates = ", ".join(f"{name} = {TABLE}.{name} + excluded.{name}" for name in SUMS)
-    return (f"INSERT INTO {TABLE} ({columns}) VALUES ({', '.join(row_values('NEW', dialect))}) "
-            f"ON CONFLICT ({', '.join(KEYS)}) DO UPDATE SET {updates}")
+    return upsert_statement(TABLE, KEYS, SUMS, row_values("NEW", dialect))
+
+
+def upsert_statement(table: str, keys: tuple[str, ...], sums: tuple[str, ...], values: list[str]) -> str:
+    """INSERT of one row's group (`values`: its keys' then its sums' SQL), adding to the group when
+    it exists: the body of every roll-up's trigger. Names are quoted (`order` is reserved)."""
+    updates = ", ".join(f'"{name}" = {table}."{name}" + excluded."{name}"' for name in sums)
+    return (f"INSERT INTO {table} ({quoted(keys + sums)}) VALUES ({', '.join(values)}) "
+            f"ON CONFLICT ({quoted(keys)}) DO UPDATE SET {updates}")
+
+
+def backfill_statement(table: str, keys: tuple[str, ...], sums: tuple[str, ...], values: list[str],
+                       where: str | None = None) -> str:
+    """Roll up every request_log row (optionally only WHERE `where`) into the empty `table`;
+    `values` are the row's keys' then its sums' SQL over request_log."""
+    selected = ", ".join([*values[: len(keys)], *(f"sum({expression})" for expression in values[len(keys):])])
+    group = ", ".join(str(i + 1) for i in range(len(keys)))
+    condition = f" WHERE {where}" if where else ""
+    return (f"INSERT INTO {table} ({quoted(keys + sums)}) "
+            f"SELECT {selected} FROM request_log{condition} GROUP BY {group}")
+
+
+def quoted(names: tuple[str, ...]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
 
 
 def trigger_sql(dialect: str, name: str, upsert: str, when: str | None = None) -> list[str]:
@@ -116,17 +137,12 @@ def create_trigger_sql(dialect: str) -> list[str]:
 
 def backfill_sql(dialect: str) -> str:
     """Roll up every row already in request_log (the roll-up table must be empty)."""
-    values = row_values("request_log", dialect)
-    keys, sums = values[: len(KEYS)], values[len(KEYS):]
-    selected = ", ".join([*keys, *(f"sum({expression})" for expression in sums)])
-    group = ", ".join(str(i + 1) for i in range(len(KEYS)))
-    return (f"INSERT INTO {TABLE} ({', '.join((*KEYS, *SUMS))}) "
-            f"SELECT {selected} FROM request_log GROUP BY {group}")
+    return backfill_statement(TABLE, KEYS, SUMS, row_values("request_log", dialect))
 
 
-def attach_trigger_ddl(table: Table) -> None:
-    """Make create_all create the trigger right after the roll-up table (defined after request_log,
-    so both exist by then)."""
+def attach_trigger_ddl(table: Table, create_sql: Callable[[str], list[str]] | None = None) -> None:
+    """Make create_all create a roll-up's trigger (`create_sql(dialect)`, default this one's) right
+    after its table (defined after request_log, so both exist by then)."""
     for dialect in ("sqlite", "postgresql"):
-        for statement in create_trigger_sql(dialect):
+        for statement in (create_sql or create_trigger_sql)(dialect):
             event.listen(table, "after_create", DDL(statement).execute_if(dialect=dialect))

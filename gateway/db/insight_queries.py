@@ -12,9 +12,10 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, Tenant
+from gateway.db.hourly import split_window
+from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, RequestLogTenantHourly as TH, Tenant
 from gateway.db.rollup import finish, rollup
-from gateway.db.stats_queries import aggregate
+from gateway.db.stats_queries import aggregate, window
 
 SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
 """Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""
@@ -133,13 +134,31 @@ def prefill_ms_per_token(
 ) -> float:
     """The cost model 'prefill time ~ uncached tokens' fitted to the window: total TTFT over total
     uncached prompt tokens of completed requests that prefilled something (0.0 when none did).
-    With `tenant_id`, fitted to that tenant's requests only (its own view shows no one else's numbers)."""
+    With `tenant_id`, fitted to that tenant's requests only (its own view shows no one else's numbers).
+    Whole hours come from the tenant-hour roll-up's two sums, partial edge hours from rows."""
+    hours, edges = split_window(since, until)
+    total_ms = total_tokens = 0.0
+    if hours is not None:
+        query = select(func.sum(TH.prefill_ttft_ms), func.sum(TH.prefill_tokens)).where(
+            *window(tenant_id, *hours, TH.tenant_id, TH.hour))
+        ms, tokens = session.execute(query).one()
+        total_ms, total_tokens = float(ms or 0), float(tokens or 0)
+    for start, end in edges:
+        ms, tokens = raw_prefill_sums(session, start, end, tenant_id)
+        total_ms, total_tokens = total_ms + ms, total_tokens + tokens
+    return total_ms / total_tokens if total_tokens else 0.0
+
+
+def raw_prefill_sums(session: Session, since: datetime | None, until: datetime | None,
+                     tenant_id: int | None = None) -> tuple[float, float]:
+    """(sum of TTFT ms, sum of uncached tokens) of the cost model's requests, from rows alone
+    (the reference the roll-up must equal)."""
     R = RequestLog
     uncached = R.prompt_tokens - R.cached_tokens
     query = select(func.sum(R.ttft_ms), func.sum(uncached)).where(
-        *window_filter(R.created_at, since, until), R.status == "ok", R.ttft_ms.is_not(None), uncached > 0
+        *window(tenant_id, since, until), R.status == "ok", R.ttft_ms.is_not(None), uncached > 0
     )
-    if tenant_id is not None:
-        query = query.where(R.tenant_id == tenant_id)
     total_ms, total_tokens = session.execute(query).one()
-    return float(total_ms) / total_tokens if total_tokens else 0.0
+    return float(total_ms or 0), float(total_tokens or 0)
+
+

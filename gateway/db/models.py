@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from gateway.db import tenant_hourly
 from gateway.db.hourly import TABLE as HOURLY_TABLE, attach_trigger_ddl
 
 NAMING_CONVENTION = {
@@ -311,6 +312,32 @@ class RequestLogHourly(Base):
 
 
 attach_trigger_ddl(RequestLogHourly.__table__)
+
+
+class RequestLogTenantHourly(Base):
+    """The stats sums per (tenant, UTC hour) only, plus the prefill cost model's two sums, kept by
+    a trigger on request_log (gateway/db/tenant_hourly.py): what the overview reads."""
+
+    __tablename__ = tenant_hourly.TABLE
+
+    tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
+    hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(BigInteger, default=0)
+    ttft_requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    prefill_ttft_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    prefill_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+attach_trigger_ddl(RequestLogTenantHourly.__table__, tenant_hourly.create_trigger_sql)
 
 
 class DoctorHourly(Base):

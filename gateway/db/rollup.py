@@ -48,19 +48,21 @@ def dimension_columns(session: Session, dims: tuple[str, ...], bucket: str) -> l
     return [expressions[dim]().label(dim) for dim in dims]
 
 
-def hourly_sum_columns() -> list:
-    """sum_columns() over the hourly roll-up: the same labels, summed from its hours."""
-    return [func.coalesce(func.sum(getattr(H, name)), 0).label(name) for name in SUM_KEYS]
+def hourly_sum_columns(table=H) -> list:
+    """sum_columns() over an hourly roll-up (the fine one, or the tenant-hour one): the same
+    labels, summed from its hours."""
+    return [func.coalesce(func.sum(getattr(table, name)), 0).label(name) for name in SUM_KEYS]
 
 
-def hourly_dimension_columns(session: Session, dims: tuple[str, ...], bucket: str) -> list:
-    """dimension_columns() over the roll-up, its sentinels read back as NULL."""
+def hourly_dimension_columns(session: Session, dims: tuple[str, ...], bucket: str, table=H) -> list:
+    """dimension_columns() over a roll-up, its sentinels read back as NULL (the tenant-hour one
+    has only tenant_id and bucket)."""
     expressions = {
-        "tenant_id": lambda: func.nullif(H.tenant_id, NO_TENANT),
-        "template": lambda: func.nullif(H.template, ""),
-        "miss_cause": lambda: func.nullif(H.miss_cause, ""),
-        "error_code": lambda: func.nullif(H.error_code, ""),
-        "bucket": lambda: bucket_expression(session, bucket, H.hour),
+        "tenant_id": lambda: func.nullif(table.tenant_id, NO_TENANT),
+        "template": lambda: func.nullif(table.template, ""),
+        "miss_cause": lambda: func.nullif(table.miss_cause, ""),
+        "error_code": lambda: func.nullif(table.error_code, ""),
+        "bucket": lambda: bucket_expression(session, bucket, table.hour),
     }
     unknown = set(dims) - set(expressions)
     if unknown:

@@ -8,7 +8,7 @@ canonical_hit_rate (= attainable_hit_rate) = sum(canonical_cached) / sum(canonic
 canonical order on an unbounded cache of the domain's traffic (gateway/insight/counterfactual.py),
 over rows that carry that figure; a rate is None when its denominator is 0. lost_tokens = prompt - cached.
 
-Sums read the hourly roll-up (gateway/db/hourly.py, kept by a trigger) for the window's whole
+Sums read an hourly roll-up (gateway/db/hourly.py and tenant_hourly.py, kept by triggers) for the window's whole
 UTC hours and request-log rows only for a partial first and last hour, so their cost grows with
 the hours in the window, not the requests. Index use: the row reads use only the covering stats
 indexes (see models.RequestLog), and `tenant_stats` makes two scans in all — one GROUP BY over (bucket, template, miss cause,
@@ -27,7 +27,7 @@ from sqlalchemy import Float, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from gateway.db.hourly import split_window
-from gateway.db.models import RequestLog, RequestLogHourly as H, Tenant, UtcDateTime
+from gateway.db.models import RequestLog, RequestLogHourly as H, RequestLogTenantHourly as TH, Tenant, UtcDateTime
 from gateway.db.percentile import percentile_cont
 from gateway.db.rollup import (
     BUCKETS,
@@ -42,6 +42,7 @@ from gateway.db.rollup import (
 )
 
 PERCENTILES = {"ttft_p50_ms": 0.5, "ttft_p95_ms": 0.95}
+TENANT_HOUR_DIMS = {"tenant_id", "bucket"}  # what the tenant-hour roll-up can group by
 FETCH_MAX_VALUES = 50_000
 R = RequestLog
 
@@ -70,9 +71,11 @@ def aggregate(
 ) -> list[dict]:
     """Raw sums (SUM_KEYS) grouped by `dims` (tenant_id, template, miss_cause, error_code, bucket).
 
-    The whole UTC hours of the window come from the hourly roll-up (gateway/db/hourly.py); only
-    a partial first and last hour are summed from request-log rows. The result may hold several
-    rows per group (one per source): callers add them up with rollup()."""
+    The whole UTC hours of the window come from an hourly roll-up: the tenant-hour one
+    (gateway/db/tenant_hourly.py) when `dims` need nothing finer than tenant and bucket, else the
+    fine one (gateway/db/hourly.py); only a partial first and last hour are summed from
+    request-log rows. The result may hold several rows per group (one per source): callers add
+    them up with rollup()."""
     hours, edges = split_window(since, until)
     rows = [] if hours is None else hourly_aggregate(session, tenant_id, *hours, dims, bucket)
     for start, end in edges:
@@ -90,10 +93,11 @@ def raw_aggregate(session: Session, tenant_id: int | None, since: datetime | Non
 
 def hourly_aggregate(session: Session, tenant_id: int | None, first: datetime | None, last: datetime | None,
                      dims: tuple[str, ...], bucket: str) -> list[dict]:
-    """aggregate() over the roll-up's hours in [first, last)."""
-    columns = hourly_dimension_columns(session, dims, bucket)
-    conditions = window(tenant_id, first, last, H.tenant_id, H.hour)
-    return grouped_rows(session, select(*columns, *hourly_sum_columns()).where(*conditions), columns, dims)
+    """aggregate() over a roll-up's hours in [first, last): the coarsest one that has `dims`."""
+    table = TH if set(dims) <= TENANT_HOUR_DIMS else H
+    columns = hourly_dimension_columns(session, dims, bucket, table)
+    conditions = window(tenant_id, first, last, table.tenant_id, table.hour)
+    return grouped_rows(session, select(*columns, *hourly_sum_columns(table)).where(*conditions), columns, dims)
 
 
 def grouped_rows(session: Session, query, columns: list, dims: tuple[str, ...]) -> list[dict]:

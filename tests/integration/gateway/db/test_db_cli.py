@@ -24,8 +24,8 @@ def invoke(*args: str):
 
 def test_db_commands_upgrade_report_and_downgrade(db_url):  # noqa: F811
     assert invoke("db", "current", "--db", db_url).strip() == "base"
-    assert "at revision 0012" in invoke("db", "upgrade", "--db", db_url)
-    assert invoke("db", "current", "--db", db_url).strip() == "0012"
+    assert "at revision 0013" in invoke("db", "upgrade", "--db", db_url)
+    assert invoke("db", "current", "--db", db_url).strip() == "0013"
     assert "at revision base" in invoke("db", "downgrade", "base", "--db", db_url)
     assert migrate.current(db_url) is None
 
@@ -33,14 +33,14 @@ def test_db_commands_upgrade_report_and_downgrade(db_url):  # noqa: F811
 def test_db_url_comes_from_the_environment(db_url, monkeypatch):  # noqa: F811
     monkeypatch.setenv("RADIXGATE_DB_URL", db_url)
     invoke("db", "upgrade")
-    assert migrate.current(db_url) == "0012"
+    assert migrate.current(db_url) == "0013"
 
 
 def test_plain_alembic_reads_the_url_from_the_environment(db_url, monkeypatch):  # noqa: F811
     monkeypatch.setenv("RADIXGATE_DB_URL", db_url)
     config = Config(str(migrate.MIGRATIONS_DIR / "alembic.ini"))
     command.upgrade(config, "head")
-    assert migrate.current(db_url) == "0012"
+    assert migrate.current(db_url) == "0013"
 
 
 @pytest.mark.postgres

@@ -11,7 +11,8 @@ from sqlalchemy import inspect
 from gateway.db import Base, make_engine, migrate
 
 TABLES = {"tenants", "api_keys", "admin_keys", "templates", "template_versions", "pins", "request_log",
-          "engine_stat_snapshots", "responses", "template_labels", "template_samples", "request_log_hourly", "doctor_hourly"}
+          "engine_stat_snapshots", "responses", "template_labels", "template_samples", "request_log_hourly", "doctor_hourly",
+          "request_log_tenant_hourly"}
 
 
 def schema_diff(url: str) -> list:
@@ -35,7 +36,7 @@ def table_names(url: str) -> set[str]:
 def test_upgrade_downgrade_upgrade_matches_models(db_url):  # noqa: F811
     assert migrate.current(db_url) is None
     migrate.upgrade(db_url)
-    assert migrate.current(db_url) == "0012"
+    assert migrate.current(db_url) == "0013"
     assert table_names(db_url) == TABLES
     assert schema_diff(db_url) == []
 
@@ -51,7 +52,7 @@ def test_upgrade_downgrade_upgrade_matches_models(db_url):  # noqa: F811
 def test_upgrade_at_head_is_a_no_op(db_url):  # noqa: F811
     migrate.upgrade(db_url)
     migrate.upgrade(db_url)
-    assert migrate.current(db_url) == "0012"
+    assert migrate.current(db_url) == "0013"
 
 
 def test_request_log_has_indexes_for_the_stats_queries(db_url):  # noqa: F811
@@ -70,7 +71,7 @@ def test_replicas_upgrading_together_migrate_once(db_url):  # noqa: F811
     processes = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(3)]
     errors = [process.communicate(timeout=120)[1].decode() for process in processes]
     assert [process.returncode for process in processes] == [0, 0, 0], errors
-    assert migrate.current(db_url) == "0012"
+    assert migrate.current(db_url) == "0013"
     assert schema_diff(db_url) == []
 
 
