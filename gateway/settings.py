@@ -145,6 +145,7 @@ class RoutingSettings(BaseModel):
     health_timeout_s: float = 5.0  # an active check slower than this marks the remote down
     affinity_keys: int = 100_000  # prefix keys the router remembers a node for (LRU)
     index_tokens_per_tenant: int = 200_000  # the router's own index of what it sent where, per node and domain
+    seed: int | None = None  # random mode's generator seed, for a reproducible bench or test (None: fresh)
 
 
 class Settings(BaseSettings):

@@ -16,6 +16,7 @@ Selection, per request:
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
 from gateway.routing.affinity import affinity_key
@@ -174,6 +175,6 @@ def build_router(settings: Settings, embedded: Backend | None, *, salter: Any = 
         remotes = [RemoteBackend.from_settings(r, salter) for r in settings.remotes]
     routing = settings.routing
     policy = RoutingPolicy(routing.mode, epsilon=routing.epsilon, overload_tokens=routing.overload_tokens,
-                           max_keys=routing.affinity_keys)
+                           max_keys=routing.affinity_keys, rng=random.Random(routing.seed))
     index = RouteIndex(settings.engine.page_size, routing.index_tokens_per_tenant) if remotes else None
     return Router(embedded, remotes, policy=policy, index=index)

@@ -1,9 +1,10 @@
 """A real fleet on loopback: two `radixgate serve` nodes (embedded engine each) and an edge
 (`serve --no-engine`, affinity routing) in front of them, replaying the agent workload.
 
-Shown: killing a node mid-run loses no request that had not yet streamed a token (they fail over);
-the edge reports the node down, and up again once it is restarted. (The hit rate per routing mode
-against one node's is measured by `radixgate bench cluster`; its test is not in the tree yet: issue 19.)
+Shown: the fleet behind an affinity edge keeps one node's hit rate on the same traffic, and a
+random edge (seeded, so the run is reproducible) does clearly worse; killing a node mid-run loses
+no request that had not yet streamed a token (they fail over); the edge reports the node down, and
+up again once it is restarted. (`radixgate bench cluster` measures three nodes and every mode.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from gateway.bench.cluster.fleet import Fleet
-from gateway.bench.cluster.run import run_mode, warm_up
+from gateway.bench.cluster.run import run_cluster_bench, run_mode, warm_up
 from gateway.bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,8 @@ RECOVERY_TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def fleet():
-    with Fleet.local(num_nodes=2, modes=["affinity"], kv_cache_tokens=16384) as started:
+    with Fleet.local(num_nodes=2, modes=["affinity", "random"], kv_cache_tokens=16384,
+                     edge_env={"RADIXGATE_ROUTING__SEED": "7"}) as started:
         yield started
 
 
@@ -39,6 +41,18 @@ def rows():
 def node_states(edge) -> dict[str, str]:
     response = httpx.get(f"{edge.url}/admin/backends", headers={"Authorization": f"Bearer {edge.admin_key}"}, timeout=10)
     return {b["name"]: b["state"] for b in response.json()["backends"]}
+
+
+def test_affinity_keeps_one_nodes_hit_rate_and_random_routing_does_not(fleet, rows):
+    result = run_cluster_bench(fleet, rows, modes=["affinity", "random"], max_tokens=2)
+    for name, figures in result.items():
+        print(f"{name:>8}: hit rate {figures['hit_rate']:.3f} predicted {figures['predicted_hit_rate']} "
+              f"requests {figures['requests']} per node {figures.get('per_node_requests')}")
+        assert figures["lost"] == 0 and figures["completed"] == NUM_REQUESTS, figures
+    single, affinity, random_ = (result[name]["hit_rate"] for name in ("single", "affinity", "random"))
+    assert affinity >= single - 0.05, result
+    assert random_ <= affinity - 0.05, result
+    assert result["affinity"]["predicted_hit_rate"] == pytest.approx(affinity, abs=0.02), result
 
 
 def test_killing_a_node_mid_run_loses_nothing_unstreamed_and_the_edge_sees_it_leave_and_return(fleet, rows):

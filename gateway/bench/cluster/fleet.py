@@ -67,15 +67,17 @@ class Fleet:
     _stack: ExitStack = field(default_factory=ExitStack)
 
     @classmethod
-    def local(cls, num_nodes: int, modes: list[str], kv_cache_tokens: int = NODE_KV_CACHE_TOKENS) -> Fleet:
-        """Start `num_nodes` radixgate nodes, then one edge per routing mode in front of them."""
+    def local(cls, num_nodes: int, modes: list[str], kv_cache_tokens: int = NODE_KV_CACHE_TOKENS,
+              edge_env: dict[str, str] | None = None) -> Fleet:
+        """Start `num_nodes` radixgate nodes, then one edge per routing mode in front of them
+        (`edge_env`: more settings for the edges, e.g. RADIXGATE_ROUTING__SEED)."""
         fleet = cls()
         env = {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": str(kv_cache_tokens), "RADIXGATE_LOG_LEVEL": "INFO",
                "RADIXGATE_CANONICAL_SHADOW": "true"}
         fleet.nodes = [ServerProcess(env=env) for _ in range(num_nodes)]
         fleet._start_all(fleet.nodes)
         fleet.remotes = [Remote(f"node{i}", f"{n.url}/v1", api_key=node_tenant_key(n)) for i, n in enumerate(fleet.nodes)]
-        fleet.add_edges(modes)
+        fleet.add_edges(modes, edge_env)
         return fleet
 
     @classmethod
@@ -84,8 +86,8 @@ class Fleet:
         fleet.add_edges(modes)
         return fleet
 
-    def add_edges(self, modes: list[str]) -> None:
-        edges = {mode: edge_process(self.remotes, mode) for mode in modes}
+    def add_edges(self, modes: list[str], env: dict[str, str] | None = None) -> None:
+        edges = {mode: edge_process(self.remotes, mode, env) for mode in modes}
         self._start_all(list(edges.values()))
         self.edges.update(edges)
 

@@ -11,6 +11,7 @@ balance (requests each node was sent, max/mean).
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -111,7 +112,7 @@ def warm_up(fleet: Fleet, rows: list[dict]) -> None:
     body = {**rows[0]["body"], "max_tokens": 2}
     with httpx.Client(timeout=600) as http:
         for server in [*fleet.nodes, *fleet.edges.values()]:
-            key = create_tenant(http, server.url, server.admin_key, f"warmup-{server.port}")
+            key = create_tenant(http, server.url, server.admin_key, f"warmup-{server.port}-{uuid.uuid4().hex[:6]}")
             stream_chat(http, server.url, key, body)
 
 
