@@ -32,8 +32,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from gateway.db import tenant_hourly
 from gateway.db.hourly import TABLE as HOURLY_TABLE, attach_trigger_ddl
+from gateway.db.tenant_hourly import TABLE as TENANT_HOURLY_TABLE, create_trigger_sql as tenant_hourly_trigger_sql
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -318,7 +318,7 @@ class RequestLogTenantHourly(Base):
     """The stats sums per (tenant, UTC hour) only, plus the prefill cost model's two sums, kept by
     a trigger on request_log (gateway/db/tenant_hourly.py): what the overview reads."""
 
-    __tablename__ = tenant_hourly.TABLE
+    __tablename__ = TENANT_HOURLY_TABLE
 
     tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
     hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
@@ -337,7 +337,7 @@ class RequestLogTenantHourly(Base):
     prefill_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-attach_trigger_ddl(RequestLogTenantHourly.__table__, tenant_hourly.create_trigger_sql)
+attach_trigger_ddl(RequestLogTenantHourly.__table__, tenant_hourly_trigger_sql)
 
 
 class DoctorHourly(Base):
