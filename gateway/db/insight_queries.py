@@ -160,5 +160,3 @@ def raw_prefill_sums(session: Session, since: datetime | None, until: datetime |
     )
     total_ms, total_tokens = session.execute(query).one()
     return float(total_ms or 0), float(total_tokens or 0)
-
-

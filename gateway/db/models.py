@@ -287,7 +287,23 @@ class EngineStatSnapshot(Base):
     stats_json: Mapped[str | None] = mapped_column(Text)
 
 
-class RequestLogHourly(Base):
+class StatsSums:
+    """The stats roll-ups' sum columns (hourly.SUMS, rollup.SUM_KEYS), shared by both tables."""
+
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    shadow_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(BigInteger, default=0)
+    ttft_requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class RequestLogHourly(StatsSums, Base):
     """The request log's stats sums per (tenant, UTC hour, template, miss cause, error code), kept
     by a trigger on request_log (gateway/db/hourly.py: sentinels instead of NULL keys, DDL)."""
 
@@ -298,23 +314,12 @@ class RequestLogHourly(Base):
     template: Mapped[str] = mapped_column(String(128), primary_key=True)  # '': none
     miss_cause: Mapped[str] = mapped_column(String(16), primary_key=True)  # '': none
     error_code: Mapped[str] = mapped_column(String(64), primary_key=True)  # '': the request succeeded
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    shadow_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    shadow_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    errors: Mapped[int] = mapped_column(BigInteger, default=0)
-    ttft_requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 attach_trigger_ddl(RequestLogHourly.__table__)
 
 
-class RequestLogTenantHourly(Base):
+class RequestLogTenantHourly(StatsSums, Base):
     """The stats sums per (tenant, UTC hour) only, plus the prefill cost model's two sums, kept by
     a trigger on request_log (gateway/db/tenant_hourly.py): what the overview reads."""
 
@@ -322,17 +327,6 @@ class RequestLogTenantHourly(Base):
 
     tenant_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: no tenant
     hour: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    shadow_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    shadow_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    canonical_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    canonical_prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    errors: Mapped[int] = mapped_column(BigInteger, default=0)
-    ttft_requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    host_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     prefill_ttft_ms: Mapped[float] = mapped_column(Float, default=0.0)
     prefill_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
 

@@ -11,7 +11,7 @@ tenant and the time bucket.
 
 from __future__ import annotations
 
-from gateway.db.hourly import SUMS as STATS_SUMS
+from gateway.db.hourly import KEYS as FINE_KEYS, SUMS as STATS_SUMS
 from gateway.db.hourly import backfill_statement, row_values as stats_row_values, trigger_sql, upsert_statement
 
 TABLE = "request_log_tenant_hourly"
@@ -25,10 +25,9 @@ def row_values(row: str, dialect: str) -> list[str]:
     then TTFT and uncached tokens of a completed request that prefilled something (what the cost
     model sums; cached_tokens unknown (NULL) counts as nothing prefilled, as in its row query)."""
     stats = stats_row_values(row, dialect)
-    fine_keys = 5  # hourly.KEYS: tenant_id, hour, template, miss_cause, error_code
     uncached = f"({row}.prompt_tokens - {row}.cached_tokens)"
     counts = f"{row}.status = 'ok' AND {row}.ttft_ms IS NOT NULL AND {uncached} > 0"
-    return [*stats[:2], *stats[fine_keys:],
+    return [*stats[:len(KEYS)], *stats[len(FINE_KEYS):],
             f"CASE WHEN {counts} THEN {row}.ttft_ms ELSE 0 END", f"CASE WHEN {counts} THEN {uncached} ELSE 0 END"]
 
 
