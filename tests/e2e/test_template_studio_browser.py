@@ -123,6 +123,25 @@ def metric_percent(page, label: str) -> float:
     return float(re.search(r"([0-9.]+)%", text.split(label, 1)[1]).group(1))
 
 
+def wait_for_metric_change(page, label: str, old_value: float, timeout_ms: int = 60_000) -> float:
+    """Wait until the metric `label` shows a value other than `old_value`, and return it.
+
+    Streamlit keeps the previous run's elements on screen until the new run replaces them, and its
+    'Running...' widget appears only after a delay, so an idle page can still show the old what-if.
+    """
+    page.wait_for_function(
+        """([label, old]) => {
+            const metric = [...document.querySelectorAll("[data-testid='stMetric']")]
+                .find(element => element.innerText.includes(label));
+            if (!metric) return false;
+            const match = metric.innerText.split(label)[1].match(/([0-9.]+)%/);
+            return match !== null && parseFloat(match[1]) !== old;
+        }""",
+        arg=[label, old_value], timeout=timeout_ms,
+    )
+    return metric_percent(page, label)
+
+
 def edit_draft(page, source: str) -> None:
     area = page.get_by_label("Template source (draft)")
     area.fill(source)
@@ -154,13 +173,14 @@ def test_author_fixes_a_now_first_draft_and_publishes_it_in_chromium(gateway_ser
             wait_until_idle(page)
             edit_draft(page, NOW_FIRST)
             page.wait_for_selector("text=dynamic-before-question", timeout=60_000)
+            current = metric_percent(page, "hit rate · current v1")
+            broken = wait_for_metric_change(page, "hit rate · draft", current)  # the GOOD draft showed `current`
             wait_until_idle(page)
-            broken, current = metric_percent(page, "hit rate · draft"), metric_percent(page, "hit rate · current v1")
             page.screenshot(path=str(tmp_path / "studio-now-first.png"), full_page=True)
             edit_draft(page, FIXED)
             page.wait_for_selector("text=No lint findings", timeout=60_000)
+            recovered = wait_for_metric_change(page, "hit rate · draft", broken)
             wait_until_idle(page)
-            recovered = metric_percent(page, "hit rate · draft")
             page.screenshot(path=str(tmp_path / "studio-fixed.png"), full_page=True)
             page.get_by_role("button", name="Publish", exact=True).click()
             page.wait_for_selector("text=Published support v2", timeout=60_000)
