@@ -1,10 +1,10 @@
-"""A real fleet on loopback: two `radixgate serve` nodes (embedded engine each) and an edge
+"""A real fleet on loopback: three `radixgate serve` nodes (embedded engine each) and an edge
 (`serve --no-engine`, affinity routing) in front of them, replaying the agent workload.
 
 Shown: the fleet behind an affinity edge keeps one node's hit rate on the same traffic, and a
 random edge (seeded, so the run is reproducible) does clearly worse; killing a node mid-run loses
 no request that had not yet streamed a token (they fail over); the edge reports the node down, and
-up again once it is restarted. (`radixgate bench cluster` measures three nodes and every mode.)
+up again once it is restarted. (`radixgate bench cluster` measures every routing mode.)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from gateway.bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
 
+NUM_NODES = 3
 NUM_REQUESTS = 12
 KILLED = 1
 RECOVERY_TIMEOUT_S = 240
@@ -28,7 +29,7 @@ RECOVERY_TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def fleet():
-    with Fleet.local(num_nodes=2, modes=["affinity", "random"], kv_cache_tokens=16384,
+    with Fleet.local(num_nodes=NUM_NODES, modes=["affinity", "random"], kv_cache_tokens=16384,
                      edge_env={"RADIXGATE_ROUTING__SEED": "7"}) as started:
         yield started
 

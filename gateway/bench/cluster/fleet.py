@@ -11,6 +11,7 @@ tenants' cache salts, so tenants stay apart on the nodes and the nodes' cached_t
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -38,6 +39,11 @@ class Remote:
         entry = {"name": self.name, "model": self.model, "api_base": self.api_base, "kind": self.kind,
                  "cooldown_s": NODE_COOLDOWN_S, "connect_timeout_s": 2.0}
         return entry | ({"api_key": self.api_key} if self.api_key else {})
+
+
+def threads_per_node(num_nodes: int) -> int:
+    """Torch threads for each of `num_nodes` nodes on this machine: its cores shared out, at least one."""
+    return max(1, (os.cpu_count() or 1) // num_nodes)
 
 
 def node_tenant_key(node: ServerProcess, name: str = "edge") -> str:
@@ -70,10 +76,14 @@ class Fleet:
     def local(cls, num_nodes: int, modes: list[str], kv_cache_tokens: int = NODE_KV_CACHE_TOKENS,
               edge_env: dict[str, str] | None = None) -> Fleet:
         """Start `num_nodes` radixgate nodes, then one edge per routing mode in front of them
-        (`edge_env`: more settings for the edges, e.g. RADIXGATE_ROUTING__SEED)."""
+        (`edge_env`: more settings for the edges, e.g. RADIXGATE_ROUTING__SEED).
+
+        The nodes share this machine's cores: each runs torch on cores / nodes threads (at least one),
+        as one would deploy them on one box; more would oversubscribe the cores, and OpenMP's
+        spinning threads then slow every node down several times over."""
         fleet = cls()
         env = {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": str(kv_cache_tokens), "RADIXGATE_LOG_LEVEL": "INFO",
-               "RADIXGATE_CANONICAL_SHADOW": "true"}
+               "RADIXGATE_CANONICAL_SHADOW": "true", "OMP_NUM_THREADS": str(threads_per_node(num_nodes))}
         fleet.nodes = [ServerProcess(env=env) for _ in range(num_nodes)]
         fleet._start_all(fleet.nodes)
         fleet.remotes = [Remote(f"node{i}", f"{n.url}/v1", api_key=node_tenant_key(n)) for i, n in enumerate(fleet.nodes)]
