@@ -45,8 +45,8 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
     pool = KVPool(256, 16, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim,
                   dtype=torch.bfloat16)
     runner = ModelRunner(model, pool, torch.bfloat16, "cpu")
-    workload = generate_rag_workload(smollm.tokenizer, num_requests=16, system_tokens=500, document_tokens=500,
-                                     max_new_tokens=16)
+    workload = generate_rag_workload(smollm.tokenizer, num_requests=8, system_tokens=500, document_tokens=500,
+                                     max_new_tokens=8)
     engine_config = EngineConfig(model="random-llama", dtype="bfloat16", page_size=16, max_batch_tokens=256)
     for serial in (False, True):
         result = run_rag_bench(runner, engine_config, workload, serial=serial)
@@ -55,7 +55,8 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
 
 
 def test_policy_bench_reports_every_policy_under_a_small_kv_budget(smollm, runners):
-    requests = agent_requests(smollm.tokenizer, generate_workload(8))
+    rows = [{**row, "body": {**row["body"], "max_tokens": 2}} for row in generate_workload(5)]  # prefill is the work
+    requests = agent_requests(smollm.tokenizer, rows)
     runner = runners(96, 16)  # 1,536 tokens: room for the longest request, far less than the distinct prefixes
     config = EngineConfig(model="smollm2-135m", dtype="float32", page_size=16, max_running=4)
     result = run_policy_bench(runner, config, requests)
