@@ -22,7 +22,7 @@ from tests.support.server_process import RADIXGATE
 
 pytestmark = pytest.mark.slow
 
-NUM_REQUESTS = int(os.environ.get("RADIXGATE_TEST_REPLAY_REQUESTS", "40"))  # more for a tighter check
+NUM_REQUESTS = int(os.environ.get("RADIXGATE_TEST_REPLAY_REQUESTS", "30"))  # more for a tighter check
 MAX_TOKENS = 1
 LOG_TIMEOUT_S = 60
 HIT_RATE_POINTS = 0.03
