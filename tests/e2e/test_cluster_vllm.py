@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_edge_routes_onto_vllm_and_keeps_tenants_caches_apart():
     python, model_dir = vllm_python(), default_model_dir()
-    with vllm_server(python, model_dir) as first, vllm_server(python, model_dir) as second:
+    with vllm_server(python, model_dir, 0) as first, vllm_server(python, model_dir, 1) as second:
         remotes = [Remote("vllm0", f"{first.url}/v1", kind="vllm", model=SERVED_NAME),
                    Remote("vllm1", f"{second.url}/v1", kind="vllm", model=SERVED_NAME)]
         with Fleet.in_front_of(remotes, ["affinity"]) as fleet:

@@ -33,9 +33,14 @@ def default_model_dir() -> Path:
     return resolve_model_dir("smollm2-135m", None)[0]
 
 
-def vllm_server(python: Path, model_dir: Path):
+def vllm_server(python: Path, model_dir: Path, index: int = 0):
     """The bench's vLLM server (gateway/bench/http_peers.py) as the fleet tests start it: bfloat16,
-    2 threads, 1 GB of KV; a context manager whose `url` has no /v1."""
+    1 GB of KV; the tests run two side by side, so server `index` gets half the cores, its own half;
+    a context manager whose `url` has no /v1."""
     from gateway.bench.http_peers import VllmServer
 
-    return VllmServer(str(python), model_dir, SERVED_NAME, dtype="bfloat16", num_threads=2, kv_cache_gb=1)
+    per_server = max(1, (os.cpu_count() or 2) // 2)
+    first = index * per_server % (os.cpu_count() or 1)
+    cores = str(first) if per_server == 1 else f"{first}-{first + per_server - 1}"
+    return VllmServer(str(python), model_dir, SERVED_NAME, dtype="bfloat16", num_threads=per_server,
+                      kv_cache_gb=1, cpu_bind=cores)
