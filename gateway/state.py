@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
+    from gateway.tenants.key_touch import KeyToucher
     from gateway.pins.service import PinBook
     from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.base import BackendRouter
@@ -64,6 +65,7 @@ class GatewayState:
     prompt_model: PromptModel | None = None  # tokenizer and context: the engine's, or the remotes' model files
     pins: PinBook | None = None
     auth_cache: AuthCache | None = None  # None: every request reads the database
+    key_toucher: KeyToucher | None = None  # None: last_used_at is written on the request path
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
     admin_key_generated: str | None = None
