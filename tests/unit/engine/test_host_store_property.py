@@ -89,6 +89,8 @@ class HostStoreMachine(RuleBasedStateMachine):
         self.matches = [[], []]  # per actor: slot lists returned by match (each released whole)
         self.open = [{}, {}]  # per actor: reservation id -> (new slots, held slots)
         self.seen = []  # (namespace, tokens) of allocated sequences: matches mostly ask for their prefixes
+        self.committed = []  # of those, the ones committed: most matches ask for these, so hits are common
+        self.batch_of = [{}, {}]  # per actor: reservation id -> the sequences it allocated
 
     def step(self) -> None:
         HostStoreMachine.num_steps += 1
@@ -125,6 +127,7 @@ class HostStoreMachine(RuleBasedStateMachine):
         assert needed <= room
         rid, new, held = result
         self.open[actor][rid] = (new, held)
+        self.batch_of[actor][rid] = seqs
         self.seen.extend(seqs)
         HostStoreMachine.events["allocated"] += 1
         assert all(self.layout.owner[s] == self.actors[actor].holder for s in new)
@@ -137,18 +140,23 @@ class HostStoreMachine(RuleBasedStateMachine):
             actor = 1 - actor
         rid = sorted(self.open[actor])[index % len(self.open[actor])]
         new, _ = self.open[actor].pop(rid)
+        seqs = self.batch_of[actor].pop(rid)
         self.actors[actor].call("commit" if is_commit else "abort", rid)
+        if is_commit:
+            self.committed.extend(seqs)
         if not is_commit:
             HostStoreMachine.events["abort"] += 1
             assert all(self.layout.state[s] == FREE for s in new), "an aborted page is still taken"
 
     @rule(actor=actors, pick=st.integers(0, 10**6), code=st.integers(0, NUM_CODES - 1))
     def match(self, actor, pick, code):
-        """Mostly a prefix of a sequence allocated before, with a random tail; else a random one."""
+        """Mostly a prefix of a sequence committed (half) or allocated (a quarter) before, with a random
+        tail; else a random one."""
         self.step()
         ns, tokens = sequence(code)
-        if self.seen and pick % 4:
-            ns, seen = self.seen[pick % len(self.seen)]
+        known = self.committed if pick % 4 in (1, 2) and self.committed else self.seen
+        if known and pick % 4:
+            ns, seen = known[pick % len(known)]
             tokens = seen[: PAGE_SIZE * (pick % 5)] + tokens[:PAGE_SIZE]
         slots = self.actors[actor].call("match", ns, tokens)
         self.matches[actor].append(slots)
@@ -183,7 +191,7 @@ class HostStoreMachine(RuleBasedStateMachine):
         self.store.sweep()
         assert not self.layout.holder_refs[worker.holder].any(), "a dead holder's references survived the sweep"
         assert not ((self.layout.state == RESERVED) & (self.layout.owner == worker.holder)).any()
-        self.matches[1], self.open[1] = [], {}
+        self.matches[1], self.open[1], self.batch_of[1] = [], {}, {}
         self.actors[1] = Worker(self.name)
         HostStoreMachine.events["killed"] += 1
 
@@ -235,4 +243,4 @@ def test_host_store_agrees_with_model_across_two_processes_over_2000_steps():
     )
     assert HostStoreMachine.num_steps >= MIN_STEPS, HostStoreMachine.num_steps
     events = HostStoreMachine.events
-    assert all(events[name] >= 5 for name in ("rollback", "abort", "hit", "evicted", "killed", "allocated")), events
+    assert all(events[name] >= 5 for name in ("rollback", "abort", "hit", "miss", "evicted", "killed", "allocated")), events
