@@ -110,8 +110,8 @@ class VllmServer:
     """vLLM's OpenAI server (CPU build) in a child process on a free loopback port; a context manager.
 
     `cpu_bind`: the cores its threads are pinned to (VLLM_CPU_OMP_THREADS_BIND, e.g. "0" or "0-1"),
-    so servers side by side get cores of their own; default "all". vLLM 0.32 refuses "all" with a
-    single thread, so one thread without a binding is pinned to core 0."""
+    so servers side by side get cores of their own; default "auto" (vLLM 0.32 takes "auto", "nobind"
+    or a core list; "all" fails its engine start)."""
 
     def __init__(self, python: str, model_dir: Path, served_name: str, *, dtype: str, num_threads: int,
                  kv_cache_gb: int = 2, max_model_len: int = 4096, cpu_bind: str | None = None) -> None:
@@ -124,7 +124,7 @@ class VllmServer:
                         "--max-model-len", str(max_model_len), "--dtype", dtype, "--enable-prefix-caching",
                         "--enable-prompt-tokens-details"]
         self.env = {**os.environ, "OMP_NUM_THREADS": str(num_threads), "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb),
-                    "VLLM_CPU_OMP_THREADS_BIND": cpu_bind or ("0" if num_threads == 1 else "all")}
+                    "VLLM_CPU_OMP_THREADS_BIND": cpu_bind or "auto"}
         self._process: subprocess.Popen | None = None
 
     def __enter__(self) -> "VllmServer":

@@ -45,12 +45,13 @@ def run_radixgate_http(bodies: list[dict], *, dtype: str, num_threads: int, conc
     env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING"}
     if dtype != "auto":
         env["RADIXGATE_ENGINE__DTYPE"] = dtype
+    bodies = [{**body, "model": body.get("model", "default")} for body in bodies]  # the API requires one
     with ServerProcess(env=env) as server:
         admin = GatewayClient(server.url, server.admin_key)
         runs = []
         try:
             warm_key = admin.create_tenant(f"warmup-{uuid.uuid4().hex[:6]}")
-            admin.chat(warm_key, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+            admin.chat(warm_key, {"model": "default", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
             for index in range(repeat):
                 key = admin.create_tenant(f"rag-{uuid.uuid4().hex[:6]}")  # a fresh namespace: a cold cache
                 runs.append(replay_chat(f"radixgate #{index + 1}", server.url, {"Authorization": f"Bearer {key}"},
