@@ -37,6 +37,7 @@ from gateway.errors import database_unavailable, is_database_unavailable, unauth
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
 from gateway.tenants import admin_keys
+from gateway.tenants.key_touch import write_last_used
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +124,8 @@ def touch_last_used(gw: GatewayState, api_key_id: int) -> None:
     without one writes here."""
     if gw.key_toucher is not None:
         gw.key_toucher.touch(api_key_id)
-        return
-    try:
-        with session_scope(gw.session_factory) as session:
-            tenants.touch_key(session, api_key_id)
-    except SQLAlchemyError as exc:
-        log.warning("could not touch last_used_at of key %d: %s", api_key_id, type(exc).__name__)
+    else:
+        write_last_used(gw.session_factory, api_key_id)
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

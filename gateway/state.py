@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
-    from gateway.tenants.key_touch import KeyToucher
     from gateway.pins.service import PinBook
     from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.base import BackendRouter
     from gateway.routing.prompt_model import PromptModel
     from gateway.settings import Settings
     from gateway.tenants.auth_cache import AuthCache
+    from gateway.tenants.key_touch import KeyToucher
 
 
 @dataclass

@@ -3,7 +3,8 @@
 A request that authenticated from the database hands its key id to the KeyToucher and goes on; one
 background thread writes the updates. A key already waiting is not queued twice, so a locked or slow
 database (SQLite waits out its busy timeout, ~5 s) costs that thread time, never a request's. A failed
-write is logged, never raised; a touch after close() is dropped.
+write is logged, never raised; a touch after close() is dropped. `write_last_used` is the write
+itself, for a state built without a KeyToucher (gateway/deps.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from gateway.db.session import session_scope
 from gateway.tenants.service import touch_key
 
 log = logging.getLogger("gateway.tenants")
+
+
+def write_last_used(session_factory: sessionmaker[Session], api_key_id: int) -> None:
+    """Set the key's last_used_at now, in its own session; a failure is logged, never raised."""
+    try:
+        with session_scope(session_factory) as session:
+            touch_key(session, api_key_id)
+    except SQLAlchemyError as exc:
+        log.warning("could not touch last_used_at of key %d: %s", api_key_id, type(exc).__name__)
 
 
 class KeyToucher:
@@ -47,8 +57,4 @@ class KeyToucher:
     def _write(self, api_key_id: int) -> None:
         with self._lock:  # a request arriving during the write queues a newer touch
             self._pending.discard(api_key_id)
-        try:
-            with session_scope(self._session_factory) as session:
-                touch_key(session, api_key_id)
-        except SQLAlchemyError as exc:
-            log.warning("could not touch last_used_at of key %d: %s", api_key_id, type(exc).__name__)
+        write_last_used(self._session_factory, api_key_id)

@@ -37,9 +37,10 @@ def vllm_server(python: Path, model_dir: Path, index: int = 0):
     """The bench's vLLM server (gateway/bench/http_peers.py) as the fleet tests start it: bfloat16,
     1 GB of KV; the tests run two side by side, so server `index` gets half the cores, its own half;
     a context manager whose `url` has no /v1."""
+    from gateway.bench.cluster.fleet import threads_per_node
     from gateway.bench.http_peers import VllmServer
 
-    per_server = max(1, (os.cpu_count() or 2) // 2)
+    per_server = threads_per_node(2)
     first = index * per_server % (os.cpu_count() or 1)
     cores = str(first) if per_server == 1 else f"{first}-{first + per_server - 1}"
     return VllmServer(str(python), model_dir, SERVED_NAME, dtype="bfloat16", num_threads=per_server,

@@ -144,7 +144,7 @@ class HostStoreMachine(RuleBasedStateMachine):
         self.actors[actor].call("commit" if is_commit else "abort", rid)
         if is_commit:
             self.committed.extend(seqs)
-        if not is_commit:
+        else:
             HostStoreMachine.events["abort"] += 1
             assert all(self.layout.state[s] == FREE for s in new), "an aborted page is still taken"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from sqlalchemy import event
 
 from gateway.db.migrate import upgrade
@@ -11,6 +9,7 @@ from gateway.db.models import ApiKey
 from gateway.db.session import make_engine, make_session_factory, session_scope
 from gateway.tenants import service as tenants
 from gateway.tenants.key_touch import KeyToucher
+from tests.support.db import SqliteOutage
 
 
 def test_a_touch_while_the_database_is_locked_returns_and_lands_once_it_is_free(tmp_path):
@@ -24,14 +23,13 @@ def test_a_touch_while_the_database_is_locked_returns_and_lands_once_it_is_free(
     event.listen(engine, "before_cursor_execute",
                  lambda conn, cursor, statement, *args: updates.append(statement) if statement.startswith("UPDATE") else None)
     toucher = KeyToucher(factory)
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")  # this thread holds the write lock: a synchronous touch would wait it out and fail
+    outage = SqliteOutage(f"sqlite:///{path}")
+    outage.go_away()  # this thread holds the write lock: a synchronous touch would wait it out and fail
     try:
         for _ in range(5):
             toucher.touch(key_id)
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        outage.come_back()
     toucher.close()
     with session_scope(factory) as session:
         assert session.get(ApiKey, key_id).last_used_at is not None
