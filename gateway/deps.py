@@ -25,6 +25,7 @@ import hmac
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -33,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
+from gateway.db.side_writer import write_aside
 from gateway.errors import database_unavailable, is_database_unavailable, unauthorized
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
@@ -119,13 +121,10 @@ def load_caller(gw: GatewayState, key: str) -> Caller | None:
 
 
 def touch_last_used(gw: GatewayState, api_key_id: int) -> None:
-    """Best effort: a failed last_used_at update is logged, never raised. With the app's KeyToucher
-    (gateway/tenants/key_touch.py) the write happens off the request path; a state a test builds
-    without one writes here."""
-    if gw.key_toucher is not None:
-        gw.key_toucher.touch(api_key_id)
-    else:
-        write_last_used(gw.session_factory, api_key_id)
+    """Best effort: a failed last_used_at update is logged, never raised. It runs on the app's SideWriter,
+    off the request path (a key already waiting is not queued twice); a state a test builds without one
+    writes here."""
+    write_aside(gw.side_writer, partial(write_last_used, gw.session_factory, api_key_id), ("last_used_at", api_key_id))
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

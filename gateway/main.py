@@ -139,7 +139,7 @@ def build_services(gw: GatewayState) -> None:
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
     from gateway.prompt_templates import TemplateRegistry
-    from gateway.tenants.key_touch import KeyToucher
+    from gateway.db.side_writer import SideWriter
 
     settings = gw.settings
     gw.templates = TemplateRegistry(settings.resolved_templates_dir(), settings.limits.template_limits())
@@ -149,7 +149,7 @@ def build_services(gw: GatewayState) -> None:
         spool=make_spool(settings),
     )
     gw.log_writer.start()
-    gw.key_toucher = KeyToucher(gw.session_factory)
+    gw.side_writer = SideWriter()
     page_size = gw.prompt_model.page_size if gw.prompt_model is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
     if gw.prompt_model is not None:
@@ -244,8 +244,8 @@ async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
         await asyncio.to_thread(gw.canonical_shadow.close)
     if gw.log_writer is not None:
         await asyncio.to_thread(gw.log_writer.stop, True)
-    if gw.key_toucher is not None:
-        await asyncio.to_thread(gw.key_toucher.close)
+    if gw.side_writer is not None:
+        await asyncio.to_thread(gw.side_writer.close)
     if owns_engine and gw.engine is not None:
         await asyncio.to_thread(gw.engine.shutdown)
         await asyncio.to_thread(gw.engine.close)  # detach from (or remove) its host KV tier

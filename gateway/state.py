@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gateway.db.engine_snapshots import EngineSnapshotter
     from gateway.canonicalize.encode_cache import EncodeCache
     from gateway.db.log_writer import LogWriter
+    from gateway.db.side_writer import SideWriter
     from gateway.insight.counterfactual import CanonicalShadow
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from gateway.routing.prompt_model import PromptModel
     from gateway.settings import Settings
     from gateway.tenants.auth_cache import AuthCache
-    from gateway.tenants.key_touch import KeyToucher
 
 
 @dataclass
@@ -65,7 +65,7 @@ class GatewayState:
     prompt_model: PromptModel | None = None  # tokenizer and context: the engine's, or the remotes' model files
     pins: PinBook | None = None
     auth_cache: AuthCache | None = None  # None: every request reads the database
-    key_toucher: KeyToucher | None = None  # None: last_used_at is written on the request path
+    side_writer: SideWriter | None = None  # best-effort writes off the request path; None: on it
     tenant_limits: TenantLimits = field(default_factory=lambda: TenantLimits(64))
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
     admin_key_generated: str | None = None

@@ -122,21 +122,18 @@ def prepare_in_thread(gw: GatewayState, run: ChatRun) -> PreparedRequest:
 
 
 def keep_sample(gw: GatewayState, tenant_id: int, template: str, body: ChatCompletionRequest) -> None:
-    """Best effort: add the body to the template's bounded sample (prompt_templates/samples.py); a failed
-    write is logged, never raised. Runs in the preparing worker thread, off the event loop."""
-    from sqlalchemy.exc import SQLAlchemyError
+    """Best effort: queue the body for the template's bounded sample (prompt_templates/samples.py) on the
+    gateway's SideWriter, off the request path; a failed write is logged, never raised."""
+    from functools import partial
 
-    from gateway.db.session import session_scope
+    from gateway.db.side_writer import write_aside
     from gateway.prompt_templates import samples
 
     limit = gw.settings.template_sample_size
     if limit <= 0:
         return
-    try:
-        with session_scope(gw.session_factory) as session:
-            samples.record_sample(session, tenant_id, template, body.model_dump(mode="json", exclude_unset=True), limit)
-    except SQLAlchemyError as exc:
-        log.warning("could not keep a sample of template %r: %s", template, type(exc).__name__)
+    body_json = body.model_dump(mode="json", exclude_unset=True)
+    write_aside(gw.side_writer, partial(samples.store_sample, gw.session_factory, tenant_id, template, body_json, limit))
 
 
 def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures | None] | None:

@@ -15,6 +15,7 @@ name is looked up in the caller's own templates only: another tenant's template 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
@@ -25,6 +26,9 @@ from gateway.prompt_templates import labels, samples
 from gateway.prompt_templates import store as template_store
 from gateway.routes.templates import check_source
 from gateway.studio import service as studio
+
+if TYPE_CHECKING:
+    from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1/templates", tags=["templates"])
 MAX_VERSION = 2**31 - 1
@@ -110,19 +114,29 @@ async def estimate(name: str, body: EstimateRequest, tenant: TenantDep, session:
     findings = check_source(gw.templates, name, body.source)
     base = require_base(session, tenant.id, name, body.base)
     limit = min(body.max_requests or gw.settings.what_if_max_requests, gw.settings.what_if_max_requests)
+    await asyncio.to_thread(flush_side_writes, gw)
     recent = samples.list_samples(session, tenant.id, name, limit)
     figures = await asyncio.to_thread(studio.estimate, gw, tenant, name, body.source, base, recent)
     return {"object": "template.estimate", "name": name, "num_requests": len(recent),
             "base_version": base.version if base else None, **figures, "lint": [f.model_dump() for f in findings]}
 
 
+def flush_side_writes(gw: GatewayState) -> None:
+    """Samples the chat path queued (gateway/db/side_writer.py) land before a route reads or deletes them."""
+    if gw.side_writer is not None:
+        gw.side_writer.flush()
+
+
 @router.get("/{name}/samples")
-def list_samples(name: str, tenant: TenantDep, session: SessionDep, limit: int = Query(default=20, ge=1, le=1000)) -> dict:
+def list_samples(name: str, tenant: TenantDep, session: SessionDep, gw: StateDep,
+                 limit: int = Query(default=20, ge=1, le=1000)) -> dict:
+    flush_side_writes(gw)
     data = [{"id": s.id, "created_at": s.created_at, "body": s.body}
             for s in samples.list_samples(session, tenant.id, name, limit)]
     return {"object": "list", "data": data}
 
 
 @router.delete("/{name}/samples")
-def delete_samples(name: str, tenant: TenantDep, session: SessionDep) -> dict:
+def delete_samples(name: str, tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
+    flush_side_writes(gw)
     return {"object": "template.samples", "name": name, "deleted": samples.delete_samples(session, tenant.id, name)}

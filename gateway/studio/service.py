@@ -13,7 +13,7 @@ from gateway.chat.models import resolve_model
 from gateway.chat.prepare import TenantTemplate, prepare_for_tenant
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.insight.what_if import replay
-from gateway.prompt_templates import labels, samples
+from gateway.prompt_templates import labels
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -69,7 +69,3 @@ def prepare_sample(gw: GatewayState, tenant: Tenant, sample: Sample, template: T
     body = body.model_copy(update={"canonicalize": True})
     prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), template, received_at=sample.created_at)
     return list(prepared.prompt.token_ids), prepared.prompt.static_prefix_len
-
-
-def recent_samples(session: Session, tenant_id: int, name: str, limit: int) -> list[Sample]:
-    return samples.list_samples(session, tenant_id, name, limit)

@@ -94,3 +94,39 @@ def test_a_revoked_key_is_not_served_from_the_cache_during_an_outage(outage, eng
         finally:
             outage.come_back()
         assert response.status_code in (401, 503), response.text
+
+
+TEMPLATE = """{% block system %}{{ turn_start("system") }}{{ system }}{{ turn_end("system") }}{% endblock %}
+{% block question %}{{ turn_start("user") }}{{ question }}{{ turn_end("user") }}{% endblock %}
+{% block generation %}{{ generation_prompt }}{% endblock %}"""
+BUSY_TIMEOUT_S = 5.0  # sqlite3's default: a write on the request path would wait this long for the lock
+
+
+def test_a_request_naming_its_template_does_not_wait_on_a_locked_file_and_its_sample_lands(tmp_path, engine):
+    from gateway.db import migrate
+    from tests.support.db import SqliteOutage
+
+    url = f"sqlite:///{tmp_path / 'locked.db'}"
+    migrate.upgrade(url)
+    outage = SqliteOutage(url)
+    settings = Settings(db_url=url, admin_key=ADMIN_KEY, rewarm_pins=False, log_flush_interval_s=0.05)
+    with TestClient(create_app(settings, engine=engine)) as client:
+        tenant = create_tenant(client, "sampled")
+        put = client.put("/v1/templates/support", json={"source": TEMPLATE}, headers=tenant["headers"])
+        assert put.status_code == 201, put.text
+        body = chat_body("Which colour is the sky?", template="support", max_tokens=1)
+        assert client.post("/v1/chat/completions", json=body, headers=tenant["headers"]).status_code == 200
+
+        outage.go_away()  # WAL: the template still reads; the sample's write has to wait for the lock
+        try:
+            started = time.monotonic()
+            locked = client.post("/v1/chat/completions", json=body | {"messages": body["messages"][:1] + [
+                {"role": "user", "content": "Which colour is grass?"}]}, headers=tenant["headers"])
+            elapsed = time.monotonic() - started
+        finally:
+            outage.come_back()
+        assert locked.status_code == 200, locked.text
+        assert elapsed < BUSY_TIMEOUT_S - 1, f"the request waited {elapsed:.1f} s on the lock"
+        sampled = client.get("/v1/templates/support/samples", headers=tenant["headers"]).json()["data"]
+        assert [s["body"]["messages"][-1]["content"] for s in sampled] == ["Which colour is the sky?", "Which colour is grass?"]
+    outage.close()
