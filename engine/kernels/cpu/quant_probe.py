@@ -4,15 +4,14 @@ Weight-only quantization pays where a step reads more weight bytes than it
 computes with, i.e. decode at small batches; whether torch's int8/int4 kernels
 (engine.kernels.cpu.quantized_linear) are faster than the dense packed linear
 depends on the CPU's vector units and the dtype (some paths are vectorized for
-bfloat16 only), and a kernel that wins a single-row product can lose a batched
-one several times over (on a Zen 4 VM in bfloat16, int8 won one row 1.7x on a
-cached weight, 1.1x in a real decode step, and ran batches of 8 and 32 at half
-the dense speed and prefill at 0.45x). So ``auto`` times each mode in the model
+bfloat16 only), and a kernel that wins a single-row product on a cached weight
+can lose a real decode step's streamed one, and batched products several times
+over (docs/performance.md, the Zen 4 section of session 12). So ``auto`` times each mode in the model
 dtype on NUM_COPIES copies of the probe weight (more bytes than a CPU's caches
 hold, so each product streams its weight from memory, as a model's step does),
 at each of PROBE_ROWS row counts, and takes a quantized mode only when it is
 MIN_SPEEDUP faster at one row and at least MIN_BATCHED as fast at every batched
-count; the verdict and the speeds are cached per dtype and thread count and logged.
+count; the verdict is cached per dtype and thread count and logged with the speeds.
 """
 
 from __future__ import annotations
