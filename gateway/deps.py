@@ -39,7 +39,6 @@ from gateway.errors import database_unavailable, is_database_unavailable, unauth
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
 from gateway.tenants import admin_keys
-from gateway.tenants.key_touch import write_last_used
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ def touch_last_used(gw: GatewayState, api_key_id: int) -> None:
     """Best effort: a failed last_used_at update is logged, never raised. It runs on the app's SideWriter,
     off the request path (a key already waiting is not queued twice); a state a test builds without one
     writes here."""
-    write_aside(gw.side_writer, partial(write_last_used, gw.session_factory, api_key_id), ("last_used_at", api_key_id))
+    write_aside(gw.side_writer, gw.session_factory, partial(tenants.touch_key, key_id=api_key_id), ("last_used_at", api_key_id))
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

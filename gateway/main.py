@@ -149,7 +149,7 @@ def build_services(gw: GatewayState) -> None:
         spool=make_spool(settings),
     )
     gw.log_writer.start()
-    gw.side_writer = SideWriter()
+    gw.side_writer = SideWriter(gw.session_factory)
     page_size = gw.prompt_model.page_size if gw.prompt_model is not None else settings.engine.page_size
     gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
     if gw.prompt_model is not None:

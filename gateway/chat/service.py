@@ -133,7 +133,7 @@ def keep_sample(gw: GatewayState, tenant_id: int, template: str, body: ChatCompl
     if limit <= 0:
         return
     body_json = body.model_dump(mode="json", exclude_unset=True)
-    write_aside(gw.side_writer, partial(samples.store_sample, gw.session_factory, tenant_id, template, body_json, limit))
+    write_aside(gw.side_writer, gw.session_factory, partial(samples.record_sample, tenant_id=tenant_id, template=template, body=body_json, limit=limit))
 
 
 def observe_canonical(gw: GatewayState, run: ChatRun) -> Future[CanonicalFigures | None] | None:

@@ -6,27 +6,23 @@ recording one more deletes the oldest. Bodies larger than MAX_BODY_CHARS are not
 Recording is opt-out: RADIXGATE_TEMPLATE_SAMPLE_SIZE=0 turns it off, and a tenant can drop
 its samples with DELETE /v1/templates/{name}/samples.
 
-Functions take a session and never commit, except `store_sample`, the gateway's best-effort write of
-one sample in its own session (the chat path queues it on the SideWriter, gateway/db/side_writer.py).
+Functions take a session and never commit (the chat path queues `record_sample` on the gateway's
+SideWriter, gateway/db/side_writer.py, which commits it off the request path).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.db.models import TemplateSample
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session, sessionmaker
-
-log = logging.getLogger("gateway.prompt_templates")
+    from sqlalchemy.orm import Session
 
 MAX_BODY_CHARS = 64_000
 
@@ -49,17 +45,6 @@ def record_sample(session: Session, tenant_id: int, template: str, body: dict, l
     keep = select(TemplateSample.id).where(*scope(tenant_id, template)).order_by(TemplateSample.id.desc()).limit(limit)
     session.execute(delete(TemplateSample).where(*scope(tenant_id, template), TemplateSample.id.not_in(keep)))
     return True
-
-
-def store_sample(session_factory: sessionmaker[Session], tenant_id: int, template: str, body: dict, limit: int) -> None:
-    """record_sample in its own committed session; a failure is logged, never raised."""
-    from gateway.db.session import session_scope
-
-    try:
-        with session_scope(session_factory) as session:
-            record_sample(session, tenant_id, template, body, limit)
-    except SQLAlchemyError as exc:
-        log.warning("could not keep a sample of template %r: %s", template, type(exc).__name__)
 
 
 def list_samples(session: Session, tenant_id: int, template: str, limit: int) -> list[Sample]:

@@ -7,7 +7,7 @@ import threading
 import time
 from functools import partial
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from gateway.db.migrate import upgrade
 from gateway.db.models import ApiKey
@@ -15,7 +15,6 @@ from gateway.db.session import make_engine, make_session_factory, session_scope
 from gateway.db.side_writer import SideWriter
 from gateway.prompt_templates import samples
 from gateway.tenants import service as tenants
-from gateway.tenants.key_touch import write_last_used
 from tests.support.db import SqliteOutage
 
 
@@ -35,14 +34,14 @@ def test_writes_during_a_lock_return_at_once_and_land_once_it_is_free(tmp_path):
     updates = []
     event.listen(engine, "before_cursor_execute",
                  lambda conn, cursor, statement, *args: updates.append(statement) if statement.startswith("UPDATE") else None)
-    writer = SideWriter()
+    writer = SideWriter(factory)
     outage = SqliteOutage(url)
     outage.go_away()  # this thread holds the write lock: a synchronous write would wait it out and fail
     try:
         started = time.perf_counter()
         for i in range(5):
-            writer.submit(partial(write_last_used, factory, key_id), key=("last_used_at", key_id))
-            writer.submit(partial(samples.store_sample, factory, tenant_id, "agent", {"n": i}, 10))
+            writer.submit(partial(tenants.touch_key, key_id=key_id), key=("last_used_at", key_id))
+            writer.submit(partial(samples.record_sample, tenant_id=tenant_id, template="agent", body={"n": i}, limit=10))
         submitting = time.perf_counter() - started
     finally:
         outage.come_back()
@@ -55,25 +54,44 @@ def test_writes_during_a_lock_return_at_once_and_land_once_it_is_free(tmp_path):
     # the first sample may have met the lock (logged, dropped); every later one landed, in order
     assert kept in ([0, 1, 2, 3, 4], [1, 2, 3, 4]), kept
     writer.close()
-    assert writer.submit(partial(write_last_used, factory, key_id)) is False  # after close: dropped, not raised
+    assert writer.submit(partial(tenants.touch_key, key_id=key_id)) is False  # after close: dropped, not raised
     writer.flush()  # returns at once
     engine.dispose()
 
 
-def test_a_full_backlog_drops_and_counts_and_a_failing_job_does_not_stop_the_thread():
+def test_a_full_backlog_drops_and_counts_and_a_failing_job_does_not_stop_the_thread(tmp_path):
+    _, engine, factory, _ = migrated(tmp_path)
     running, gate = threading.Event(), threading.Event()
     ran = []
-    writer = SideWriter(max_pending=2)
-    assert writer.submit(lambda: (running.set(), gate.wait()))
+    writer = SideWriter(factory, max_pending=2)
+    assert writer.submit(lambda session: (running.set(), gate.wait()))
     running.wait()  # a running job no longer waits
-    assert writer.submit(lambda: 1 / 0)  # logged with its traceback; the thread goes on
-    assert writer.submit(partial(ran.append, "a"), key="k")
-    assert not writer.submit(partial(ran.append, "b"), key="k")  # its key waits: the same write is queued
-    assert not writer.submit(partial(ran.append, "c"))  # two wait: the backlog is full
+    assert writer.submit(lambda session: 1 / 0)  # logged with its traceback; the thread goes on
+    assert writer.submit(lambda session: ran.append("a"), key="k")
+    assert not writer.submit(lambda session: ran.append("b"), key="k")  # its key waits: the same write is queued
+    assert not writer.submit(lambda session: ran.append("c"))  # two wait: the backlog is full
     assert writer.dropped == 1
     gate.set()
     writer.flush()
     assert ran == ["a"]
-    assert writer.submit(partial(ran.append, "d"), key="k")  # the key's job ran: it queues again
+    assert writer.submit(lambda session: ran.append("d"), key="k")  # the key's job ran: it queues again
     writer.close()
     assert ran == ["a", "d"]
+    engine.dispose()
+
+
+def test_a_failed_write_rolls_its_session_back_and_the_next_one_lands(tmp_path, caplog):
+    _, engine, factory, (tenant_id, key_id) = migrated(tmp_path)
+    writer = SideWriter(factory)
+
+    def half_then_fail(session):
+        samples.record_sample(session, tenant_id, "agent", {"n": "half"}, 10)
+        session.execute(text("SELECT * FROM no_such_table"))
+
+    writer.submit(half_then_fail)
+    writer.submit(partial(samples.record_sample, tenant_id=tenant_id, template="agent", body={"n": "next"}, limit=10))
+    writer.close()
+    with session_scope(factory) as session:
+        assert [s.body["n"] for s in samples.list_samples(session, tenant_id, "agent", 10)] == ["next"]
+    assert "side write half_then_fail failed: OperationalError" in caplog.text
+    engine.dispose()
