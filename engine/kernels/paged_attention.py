@@ -11,8 +11,8 @@ One group is a few matmuls, however many sequences it holds:
     cached prefix, queries of all its sequences times the prefix keys in ONE
     matmul (the prefix gathered once, not once per sequence);
   * one softmax over [prefix | own] keys (float32 inside), so the cascade is exact;
-  * values block by block (``BLOCK`` key positions from position 0), each
-    block's product summed into a float32 accumulator in block order.
+  * values block by block (``BLOCK`` key positions from position 0), the
+    block products summed in block order into a float32 accumulator (block_sum).
 Grouped-query attention without copying K/V: the ``G`` query heads of one kv
 head are extra query rows of that kv head, ``(KVH, B, G * max_q, D)``; K/V are
 gathered head-major straight from the pool (a shared prefix whose slots are one
@@ -51,6 +51,30 @@ def tile_rows(l2_bytes: int | None) -> int:
     if not l2_bytes:
         return 384
     return max(256, min(1536, 384 * l2_bytes // (1024 * 1024) // 64 * 64))
+
+
+SCAN_MAX_ELEMENTS = 4096  # per block: up to here one cumsum beats an add per block (2-core Zen 4, see docs/)
+
+
+def block_sum(parts: torch.Tensor) -> torch.Tensor:
+    """(KVH, b, n, rows, D) per-block products -> their float32 sum over the n blocks in block order, cast
+    back to the products' dtype: (KVH, b, rows, D).
+
+    Every path gives the bits of ``acc = parts[:, :, 0].float(); acc += parts[:, :, 1]; ...``, so a row's
+    sum does not depend on the rows or the trailing all-zero (padded) blocks it is batched with. For
+    bfloat16 (or float16) on CPU with few rows per block the whole sum is ONE op: torch's CPU cumsum is a
+    sequential loop over the dimension with a float32 accumulator for these dtypes, rounding only what it
+    stores (a decode step at batch 1 over 1,800 keys had 15 adds per layer). float32 products always take
+    the loop: cumsum would accumulate them in float64, other bits.
+    """
+    num_blocks = parts.shape[2]
+    if (parts.device.type == "cpu" and parts.dtype in (torch.bfloat16, torch.float16) and num_blocks > 1
+            and parts[:, :, 0].numel() <= SCAN_MAX_ELEMENTS):
+        return torch.cumsum(parts, dim=2).select(2, -1)
+    acc = parts[:, :, 0].float()
+    for block in range(1, num_blocks):
+        acc += parts[:, :, block]
+    return acc.to(parts.dtype)
 
 
 class PagedAttention:
@@ -106,7 +130,7 @@ class PagedAttention:
             mask = group.mask[lo:hi] if group.mask is not None else None
             tiles.append(self._attend_tile(q_rows[:, lo:hi], own_keys[:, lo:hi], own_values[:, lo:hi], mask, shared))
         out = tiles[0] if len(tiles) == 1 else torch.cat(tiles, dim=1)
-        return self._rows_out(out.to(q.dtype), group)
+        return self._rows_out(out, group)
 
     def _shared_kv(self, k_cache, v_cache, group: AttentionGroup) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys (KVH, D, Ls) and values (KVH, S, BLOCK, D) of the shared blocks: a strided view of the pool
@@ -125,7 +149,7 @@ class PagedAttention:
 
         q_rows (KVH, b, rows, D); own keys (KVH, b, D, Lo) and values (KVH, b, n_own, BLOCK, D); mask
         (b, rows, Lo) or None; shared = (keys (KVH, D, Ls), values (KVH, S, BLOCK, D)) or None.
-        Returns (KVH, b, rows, D) float32.
+        Returns (KVH, b, rows, D) in the dtype of the values.
         """
         kvh, b, rows, d = q_rows.shape
         scores = torch.matmul(q_rows, own_keys)  # (KVH, b, rows, Lo)
@@ -137,25 +161,16 @@ class PagedAttention:
             prefix_scores = torch.matmul(q_rows.reshape(kvh, b * rows, d), shared[0]).view(kvh, b, rows, -1)
             scores = torch.cat([prefix_scores, scores], dim=-1)
         probs = scores.softmax(dim=-1)  # (KVH, b, rows, L): float32 inside, exact zeros where hidden
-        width = probs.shape[-1]
-        acc = None  # float32; starts as the first block's product (0 + x is x: the same sum as from zeros)
+        own = probs[..., num_shared * BLOCK :].reshape(kvh, b, rows, -1, BLOCK).transpose(2, 3)
+        parts = torch.matmul(own, own_values)  # (KVH, b, n_own, rows, D): one product per block
         if num_shared:  # block s of the prefix probabilities is a strided view of probs: no copy
-            parts = probs.new_empty(kvh, num_shared, b * rows, d)
+            width = probs.shape[-1]
+            prefix_parts = probs.new_empty(kvh, num_shared, b * rows, d)
             for head in range(kvh):
                 torch.bmm(probs[head].as_strided((num_shared, b * rows, BLOCK), (BLOCK, width, 1)), shared[1][head],
-                          out=parts[head])
-            acc = parts[:, 0].float()
-            for block in range(1, num_shared):
-                acc += parts[:, block]
-            acc = acc.view(kvh, b, rows, d)
-        own = probs[..., num_shared * BLOCK :].reshape(kvh, b, rows, -1, BLOCK).transpose(2, 3)
-        parts = torch.matmul(own, own_values)  # (KVH, b, n_own, rows, D)
-        first = 0
-        if acc is None:
-            acc, first = parts[:, :, 0].float(), 1
-        for block in range(first, parts.shape[2]):  # added in block order: the same float32 sum in any batch
-            acc += parts[:, :, block]
-        return acc
+                          out=prefix_parts[head])
+            parts = torch.cat([prefix_parts.view(kvh, num_shared, b, rows, d).transpose(1, 2), parts], dim=2)
+        return block_sum(parts)
 
     def _rows_out(self, out: torch.Tensor, group: AttentionGroup) -> torch.Tensor:
         """(KVH, B, G*max_q, D) -> the group's real token rows, (num_group_tokens, H*D)."""

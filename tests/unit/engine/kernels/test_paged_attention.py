@@ -8,7 +8,7 @@ import torch
 
 from engine.forward_batch import make_forward_batch
 from engine.kernels.attention_plan import BLOCK, MAX_PIECE, length_bucket
-from engine.kernels.paged_attention import PagedAttention, tile_rows
+from engine.kernels.paged_attention import SCAN_MAX_ELEMENTS, PagedAttention, block_sum, tile_rows
 
 KVH, G, D, NUM_SLOTS = 3, 3, 16, 4096
 
@@ -109,6 +109,32 @@ def test_each_query_gets_the_same_bits_in_any_batch(dtype):
     slots, q_len = sequences[4]
     tail, _ = attend(pool, queries[4][-80:], [slots], [80])
     assert same(tail, alone[4][-80:])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_the_block_sum_has_the_bits_of_adding_block_after_block_in_float32(dtype):
+    """Both paths (one scan for few rows, an add per block for many) are the running float32 sum."""
+    gen = torch.Generator().manual_seed(5)
+    for num_blocks in (1, 2, 3, 15, 16, 17, 40):
+        for num_seqs in (1, 5, SCAN_MAX_ELEMENTS // (KVH * G * D) + 1, 40):
+            scale = torch.rand(KVH, num_seqs, num_blocks, 1, 1, generator=gen) ** 8  # spread the magnitudes
+            parts = (torch.randn(KVH, num_seqs, num_blocks, G, D, generator=gen) * scale).to(dtype)
+            running = parts[:, :, 0].float()
+            for block in range(1, num_blocks):
+                running += parts[:, :, block]
+            assert torch.equal(block_sum(parts), running.to(dtype)), (num_blocks, num_seqs)
+
+
+def test_a_short_decode_batched_with_a_long_one_keeps_its_bits():
+    """Alone, and padded to the 22 blocks of the sequence beside it: the same bits."""
+    pool = make_pool(torch.bfloat16)
+    gen = torch.Generator().manual_seed(9)
+    short, long = list(range(0, 1200)), list(range(1200, 1200 + 21 * BLOCK + 40))
+    q = torch.randn(2, KVH * G, D, generator=gen)
+    alone = torch.cat([attend(pool, q[:1], [short], [1])[0], attend(pool, q[1:], [long], [1])[0]])
+    together, plan = attend(pool, q, [short, long], [1, 1])
+    assert plan.groups[0].num_own_blocks == 22
+    assert torch.equal(together, alone)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
