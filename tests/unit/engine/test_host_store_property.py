@@ -238,7 +238,7 @@ def test_host_store_agrees_with_model_across_two_processes_over_2000_steps():
     HostStoreMachine.events.clear()
     run_state_machine_as_test(
         HostStoreMachine,
-        settings=settings(max_examples=48, stateful_step_count=55, deadline=None, database=None,
+        settings=settings(max_examples=56, stateful_step_count=55, deadline=None, database=None,
                           derandomize=True, suppress_health_check=list(HealthCheck)),
     )
     assert HostStoreMachine.num_steps >= MIN_STEPS, HostStoreMachine.num_steps
