@@ -4,12 +4,14 @@ A chunk (req, num_new) feeds tokens[num_computed : num_computed + num_new]
 of a request; its kv slots are all slots of tokens [0, num_computed +
 num_new), read off req.pages. Only chunks that reach the end of the
 request's tokens need logits (the last prefill chunk, or a decode token);
-prefill-only requests (pins) never do.
+prefill-only requests (pins) never do. A decode chunk may carry drafts
+(engine.speculation): they are fed after its token, on the slots that follow,
+and every fed token of it returns logits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -24,6 +26,16 @@ if TYPE_CHECKING:
 class ScheduledChunk:
     req: Request
     num_new: int
+    draft: list[int] = field(default_factory=list)  # speculated tokens fed after the decode token
+
+    @property
+    def num_fed(self) -> int:
+        return self.num_new + len(self.draft)
+
+    @property
+    def num_logit_rows(self) -> int:
+        """Rows of logits it gets back: its last token's, plus one per draft."""
+        return (1 + len(self.draft)) if self.needs_logits else 0
 
     @property
     def is_last(self) -> bool:
@@ -48,16 +60,19 @@ def build_forward_batch(chunks: list[ScheduledChunk], page_size: int, device: to
     positions: list[torch.Tensor] = []
     seq_slots: list[torch.Tensor] = []
     for chunk in chunks:
-        start, end = chunk.req.num_computed, chunk.req.num_computed + chunk.num_new
-        input_ids.extend(chunk.req.tokens[start:end])
+        start, end = chunk.req.num_computed, chunk.req.num_computed + chunk.num_fed
+        input_ids.extend(chunk.req.tokens[start : start + chunk.num_new])
+        input_ids.extend(chunk.draft)
         positions.append(torch.arange(start, end, dtype=torch.long))
         seq_slots.append(kv_slots(chunk.req.pages, end, page_size).to(device))
-    out_slots = torch.cat([slots[-chunk.num_new :] for slots, chunk in zip(seq_slots, chunks)])
+    out_slots = torch.cat([slots[-chunk.num_fed :] for slots, chunk in zip(seq_slots, chunks)])
+    logit_chunks = [chunk for chunk in chunks if chunk.needs_logits]
     return ForwardBatch(
         input_ids=torch.tensor(input_ids, dtype=torch.long, device=device),
         positions=torch.cat(positions).to(device),
         out_slots=out_slots,
-        seq_q_lens=[chunk.num_new for chunk in chunks],
+        seq_q_lens=[chunk.num_fed for chunk in chunks],
         seq_kv_slots=seq_slots,
         logit_rows=[i for i, chunk in enumerate(chunks) if chunk.needs_logits],
+        num_logit_tokens=[chunk.num_logit_rows for chunk in logit_chunks] if any(c.draft for c in logit_chunks) else None,
     )

@@ -43,6 +43,12 @@ class EngineConfig:
     prefer: "speed" (default) or "accuracy"; with "accuracy", an auto dtype and
     auto quantization mean the float32 model (engine.kernels.choose_dtype).
 
+    Speculation (engine.speculation): a greedy decode without a grammar, in a step
+    that decodes at most speculative_max_batch sequences, feeds up to
+    speculative_tokens drafts looked up from its own tokens (the longest
+    recurring suffix of at most speculative_ngram tokens) and keeps those the
+    model agrees with; the output is the same as without. 0 tokens turns it off.
+
     Host tier (engine.host_tier), off while both sizes are 0: host_tier_bytes,
     else host_tier_tokens, sizes a shared-memory page store below the radix
     cache. Engines given the same host_tier_name share one store (the first
@@ -72,6 +78,9 @@ class EngineConfig:
     max_context: int | None = None
     max_pinned_fraction: float = 0.5  # pinned pages, all namespaces together, stay within this share of the pool
     default_namespace: str = "default"
+    speculative_tokens: int = 7
+    speculative_ngram: int = 3
+    speculative_max_batch: int = 4
     host_tier_tokens: int = 0
     host_tier_bytes: int = 0
     host_tier_name: str | None = None
@@ -100,6 +109,11 @@ class EngineConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.host_tier_lease_s <= 0:
             raise ValueError(f"host_tier_lease_s must be > 0, got {self.host_tier_lease_s}")
+        for name in ("speculative_tokens", "speculative_max_batch"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.speculative_ngram < 2:
+            raise ValueError(f"speculative_ngram must be >= 2, got {self.speculative_ngram}")
         if self.max_context is not None and self.max_context < 2:
             raise ValueError(f"max_context must be >= 2, got {self.max_context}")
 

@@ -260,6 +260,7 @@ class EngineCore:
                      "num_free_pages": self.pool.num_free_pages},
             "cache": self.cache.stats(),
             "host_tier": self.host_tier.stats() if self.host_tier is not None else None,
+            "speculation": self.scheduler.speculator.stats() if self.scheduler.speculator is not None else None,
         }
 
     def close(self) -> None:

@@ -31,6 +31,9 @@ class ForwardBatch:
 
     ``logit_rows``: indices of the sequences whose last new token needs logits,
     in the order the logits rows are returned; ``None`` means every sequence.
+    ``num_logit_tokens``: per entry of ``resolve_logit_rows``, how many of that
+    sequence's last new tokens return logits (a speculative verify step wants
+    them all); ``None`` means one each.
     """
 
     input_ids: torch.Tensor  # (T,) long
@@ -39,6 +42,7 @@ class ForwardBatch:
     seq_q_lens: list[int]  # new tokens per sequence, in order
     seq_kv_slots: list[torch.Tensor]  # per sequence: (kv_len,) long, prefix + new tokens
     logit_rows: list[int] | None = None
+    num_logit_tokens: list[int] | None = None
     seq_kv_lens: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -56,12 +60,15 @@ class ForwardBatch:
         return list(range(self.num_seqs)) if self.logit_rows is None else list(self.logit_rows)
 
     def last_token_indices(self) -> list[int]:
-        """Index into the T new tokens of the last token of each sequence in ``resolve_logit_rows``."""
+        """Indices into the T new tokens of the tokens whose logits are returned, in order: the last token of
+        each sequence in ``resolve_logit_rows`` (its last ``num_logit_tokens[i]`` tokens when given)."""
         ends, total = [], 0
         for q in self.seq_q_lens:
             total += q
-            ends.append(total - 1)
-        return [ends[i] for i in self.resolve_logit_rows()]
+            ends.append(total)
+        rows = self.resolve_logit_rows()
+        counts = self.num_logit_tokens or [1] * len(rows)
+        return [t for row, count in zip(rows, counts) for t in range(ends[row] - count, ends[row])]
 
     def validate(self) -> None:
         """Raise ValueError when the invariants in the module docstring do not hold."""
@@ -83,12 +90,18 @@ class ForwardBatch:
             start += q_len
         if self.logit_rows is not None and any(not 0 <= r < self.num_seqs for r in self.logit_rows):
             raise ValueError(f"logit_rows out of range: {self.logit_rows}")
+        if self.num_logit_tokens is not None:
+            rows = self.resolve_logit_rows()
+            if len(self.num_logit_tokens) != len(rows) or any(
+                    not 1 <= n <= self.seq_q_lens[r] for r, n in zip(rows, self.num_logit_tokens)):
+                raise ValueError(f"num_logit_tokens {self.num_logit_tokens} do not fit logit rows {rows}")
 
 
 def make_forward_batch(
     new_token_ids: Sequence[Sequence[int]],
     seq_kv_slots: Sequence[Sequence[int] | torch.Tensor],
     logit_rows: list[int] | None = None,
+    num_logit_tokens: list[int] | None = None,
 ) -> ForwardBatch:
     """Build a ForwardBatch from each sequence's new token ids and ALL its kv slots.
 
@@ -109,4 +122,5 @@ def make_forward_batch(
         seq_q_lens=q_lens,
         seq_kv_slots=kv_slots,
         logit_rows=logit_rows,
+        num_logit_tokens=num_logit_tokens,
     )

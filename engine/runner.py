@@ -129,7 +129,8 @@ class ModelRunner:
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
-        """float32 logits (len(batch.resolve_logit_rows()), vocab) of each selected sequence's last new token."""
+        """float32 logits (len(batch.last_token_indices()), vocab): each selected sequence's last new token (its last
+        ``num_logit_tokens`` tokens where the batch gives them)."""
         device = self.device
         plans_by_window = {w: self.attention.plan(batch, w, device) for w in set(self.model.windows)}
         plans = [plans_by_window[w] for w in self.model.windows]

@@ -10,7 +10,9 @@ One step = schedule() -> runner.forward(batch) -> postprocess(chunks, logits):
   1. every running request with one pending token (decode) gets its token;
      if no page is left for it, evict LRU tree leaves, then preempt the
      newest running request (its computed prefix stays in the tree) and
-     requeue it at the front of the waiting queue;
+     requeue it at the front of the waiting queue; when few decode, greedy
+     ones also carry drafts to verify (engine.speculation), on pages that are
+     free without evicting anyone;
   2. running requests still prefilling get their next chunk (token budget; a chunk that would leave
      a short remainder takes it too, see TAIL_FRACTION);
   3. waiting requests are admitted in policy order (engine.policy, or the
@@ -40,6 +42,7 @@ from engine.policy import order_waiting
 from engine.request import Request, RequestStatus
 from engine.sampler import Sampler
 from engine.sampling_params import RequestOutput
+from engine.speculation import Speculator
 
 MAX_POLICY_WINDOW = 512
 TAIL_FRACTION = 16  # a prefill chunk may overshoot the step budget by 1/16 to finish its request
@@ -65,6 +68,8 @@ class Scheduler:
         self.num_preemptions = 0
         self.num_finished = 0
         self.num_queue_timeouts = 0
+        self.speculator = (Speculator(config.speculative_tokens, config.speculative_ngram, config.speculative_max_batch)
+                           if config.speculative_tokens > 0 else None)
 
     @property
     def has_work(self) -> bool:
@@ -80,7 +85,7 @@ class Scheduler:
         if self.config.policy == "fair":
             self.share_slots()
         chunks = self._schedule_decodes()
-        budget = self.config.max_batch_tokens - len(chunks)
+        budget = self.config.max_batch_tokens - sum(chunk.num_fed for chunk in chunks)
         budget = self._schedule_running_prefills(chunks, budget)
         self._admit_waiting(chunks, budget)
         return chunks
@@ -104,7 +109,20 @@ class Scheduler:
                     break
             if req.status is RequestStatus.RUNNING and req.num_pending == 1:
                 chunks.append(ScheduledChunk(req, 1))
+        if self.speculator is not None and self.speculator.applies(len(chunks)):
+            for chunk in chunks:
+                self._attach_draft(chunk)
         return chunks
+
+    def _attach_draft(self, chunk: ScheduledChunk) -> None:
+        """Give a decode chunk its drafts when their slots fit on free pages (no cached prefix is evicted for them)."""
+        req = chunk.req
+        draft = self.speculator.draft(req)
+        if not draft:
+            return
+        missing = -(-(req.num_computed + 1 + len(draft)) // self.page_size) - len(req.pages)
+        if missing <= self.cache.pool.num_free_pages and self.cache.ensure_pages(req, 1 + len(draft)):
+            chunk.draft = draft
 
     def _preempt_newest(self, needy: Request) -> bool:
         """Preempt the newest running request; False when the needy one runs alone (it fails)."""
@@ -226,26 +244,54 @@ class Scheduler:
 
     # ---- after the forward -------------------------------------------
     def postprocess(self, chunks: list[ScheduledChunk], logits: torch.Tensor | None) -> None:
-        """Advance every chunk, sample where logits came back, finish and emit."""
+        """Advance every chunk, sample where logits came back (verify drafts), finish and emit."""
         sampled = [c for c in chunks if c.needs_logits]
-        tokens = self._sample(sampled, logits)
+        self._check_rows(sampled, logits)
+        plain = [c for c in sampled if not c.draft]
+        verified = []
+        if len(plain) < len(sampled):  # a drafted chunk has 1 + len(draft) rows: split them out
+            rows = logits.split([c.num_logit_rows for c in sampled])
+            verified = [(c, r) for c, r in zip(sampled, rows) if c.draft]
+            logits = torch.cat([r for c, r in zip(sampled, rows) if not c.draft]) if plain else None
+        tokens = self._sample(plain, logits)
         prefill_done = [c.req for c in chunks if c.is_last and c.req.is_prefill_only]
         for chunk in chunks:
-            self._advance(chunk)
-        for chunk, token in zip(sampled, tokens):
+            if not chunk.draft:
+                self._advance(chunk)
+        for chunk, token in zip(plain, tokens):
             self._deliver_token(chunk.req, token)
+        for chunk, rows in verified:
+            self._deliver_verified(chunk, rows)
         for req in prefill_done:
             req.finish_reason = req.finish_reason or "length"  # max_tokens=0 reached, not an abort
             self.finish(req)
 
+    @staticmethod
+    def _check_rows(sampled: list[ScheduledChunk], logits: torch.Tensor | None) -> None:
+        expected = sum(c.num_logit_rows for c in sampled)
+        if expected and (logits is None or logits.shape[0] != expected):
+            raise EngineError(f"runner returned logits for {None if logits is None else logits.shape[0]} "
+                              f"rows, expected {expected}")
+
     def _sample(self, sampled: list[ScheduledChunk], logits: torch.Tensor | None) -> list[int]:
         if not sampled:
             return []
-        if logits is None or logits.shape[0] != len(sampled):
-            raise EngineError(f"runner returned logits for {None if logits is None else logits.shape[0]} "
-                              f"rows, expected {len(sampled)}")
         reqs = [c.req for c in sampled]
         return self.sampler.sample(logits, [r.params for r in reqs], [r.generator for r in reqs], [r.grammar for r in reqs])
+
+    def _deliver_verified(self, chunk: ScheduledChunk, rows: torch.Tensor) -> None:
+        """A verify step's tokens: the argmax after the decode token, then after each accepted draft, one by
+        one; each delivered token's predecessor now has valid KV (num_computed grows with it)."""
+        req = chunk.req
+        targets = rows.argmax(dim=-1).tolist()
+        accepted = self.speculator.verify(chunk.draft, targets)
+        if self.config.policy == "fair":
+            self.fair_queue.charge(req, chunk.num_fed)
+        for token in targets[: accepted + 1]:
+            req.num_computed += 1
+            self._deliver_token(req, token)
+            if req.finish_reason is not None:
+                break
 
     def _advance(self, chunk: ScheduledChunk) -> None:
         req = chunk.req

@@ -49,6 +49,10 @@ class EngineSettings(BaseModel):
                                                  "prompt token costs a tenant relative to a computed one (0..1, "
                                                  "engine default 0.5).")
     enable_radix_cache: bool = True
+    speculative_tokens: int | None = Field(default=None, ge=0, description="Prompt-lookup speculation: drafts per "
+                                           "greedy decode step, verified exactly (engine default 7; 0 turns it off).")
+    speculative_max_batch: int | None = Field(default=None, ge=0, description="Speculate only in steps decoding at "
+                                              "most this many sequences (engine default 4).")
     # each tenant's share of the engine under the fair policy, by tenant name; a tenant not listed has 1.0
     tenant_weights: dict[str, float] = Field(default_factory=dict)
     max_pinned_fraction: float | None = None  # the share of the KV pool all pins may hold (engine default 0.5)

@@ -49,11 +49,15 @@ def serve(
     host_tier_bytes: int = typer.Option(None, "--host-tier-bytes", help="Host KV tier size in bytes (wins over tokens)."),
     host_tier_name: str = typer.Option(None, "--host-tier-name", help=(
         "Shared-memory name of the host tier: gateways on this machine given the same name share its hits.")),
+    speculative_tokens: int = typer.Option(None, "--speculative-tokens", min=0, help=(
+        "Drafts per greedy decode step, looked up from the request's own prompt and output and verified in the "
+        "same forward; the output does not change (default 7; 0: off).")),
 ) -> None:
     """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
     migrate the database, load the model, then run uvicorn."""
     engine = {"policy": policy, "max_queue_wait_s": max_queue_wait_s, "host_tier_tokens": host_tier_tokens,
-              "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name}
+              "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name,
+              "speculative_tokens": speculative_tokens}
     settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
                              model=model, engine=engine, no_engine=no_engine, routing=routing)
     configure_logging(settings.log_level)

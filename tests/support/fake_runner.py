@@ -57,15 +57,42 @@ class FakeRunner:
         kv[batch.out_slots, 0, 0] = batch.input_ids.float()
         kv[batch.out_slots, 0, 1] = batch.positions.float()
         rows = []
-        for i in batch.resolve_logit_rows():
-            context = kv[batch.seq_kv_slots[i], 0]
-            positions = context[:, 1].long().tolist()
-            if positions != list(range(len(positions))):
-                raise EngineError(f"sequence {i} attends to positions {positions}")
-            row = torch.zeros(VOCAB)
-            row[next_token(context[:, 0].long().tolist())] = 1.0
-            rows.append(row)
+        logit_rows = batch.resolve_logit_rows()
+        for i, count in zip(logit_rows, batch.num_logit_tokens or [1] * len(logit_rows)):
+            slots = batch.seq_kv_slots[i]
+            for end in range(len(slots) - count + 1, len(slots) + 1):  # each returned token sees slots [0, end)
+                context = kv[slots[:end], 0]
+                positions = context[:, 1].long().tolist()
+                if positions != list(range(len(positions))):
+                    raise EngineError(f"sequence {i} attends to positions {positions}")
+                row = torch.zeros(VOCAB)
+                row[self.next_token(context[:, 0].long().tolist())] = 1.0
+                rows.append(row)
         return torch.stack(rows) if rows else torch.zeros(0, VOCAB)
+
+    @staticmethod
+    def next_token(tokens: list[int]) -> int:
+        return next_token(tokens)
+
+
+def next_token_of_last_two(tokens: list[int]) -> int:
+    """A "model" that only looks back two tokens: its outputs fall into cycles that drafts can predict."""
+    return (tokens[-2] + tokens[-1]) % 7 if len(tokens) > 1 else 1  # Fibonacci mod 7: a cycle of 16
+
+
+def reference_greedy_of_last_two(prompt: list[int], num_tokens: int) -> list[int]:
+    tokens = list(prompt)
+    for _ in range(num_tokens):
+        tokens.append(next_token_of_last_two(tokens))
+    return tokens[len(prompt):]
+
+
+class CyclingFakeRunner(FakeRunner):
+    """FakeRunner whose next token depends on the last two attended tokens only (speculation tests)."""
+
+    @staticmethod
+    def next_token(tokens: list[int]) -> int:
+        return next_token_of_last_two(tokens)
 
 
 class TokenizerLoadedModel(FakeLoadedModel):
