@@ -10,6 +10,8 @@ Series (all prefixed `radixgate_`):
   host_tier_bytes_copied, host_tier_copy_seconds, host_tier_evicted_pages
                                           gauges: Engine.stats()["host_tier"] (absent while the tier is off)
   host_cached_tokens_total{tenant}        prompt tokens copied in from the host tier (part of cached_tokens)
+  speculation_verify_steps, speculation_draft_tokens, speculation_accepted_tokens
+                                          gauges: Engine.stats()["speculation"] (absent while it is off)
   log_queue_depth (gauge), log_dropped_rows_total (counter)
 """
 
@@ -37,6 +39,7 @@ HOST_TIER_GAUGES = {  # gauge suffix -> key of Engine.stats()["host_tier"]
     "copy_seconds": "copy_s",
     "evicted_pages": "evicted_pages",
 }
+SPECULATION_GAUGES = ("verify_steps", "draft_tokens", "accepted_tokens")  # keys of Engine.stats()["speculation"]
 
 
 class Metrics:
@@ -55,6 +58,11 @@ class Metrics:
         self.host_tier = {
             name: Gauge(f"radixgate_host_tier_{name}", f"Host KV tier: {name.replace('_', ' ')}", registry=r)
             for name in HOST_TIER_GAUGES
+        }
+        self.speculation = {
+            name: Gauge(f"radixgate_speculation_{name}", f"Prompt-lookup speculation: {name.replace('_', ' ')}",
+                        registry=r)
+            for name in SPECULATION_GAUGES
         }
         self.host_cached_tokens = Counter("radixgate_host_cached_tokens", "Prompt tokens copied in from the host tier",
                                           ["tenant"], registry=r)
@@ -91,12 +99,14 @@ class Metrics:
             value = first_number(sources, keys)
             if value is not None:
                 self.engine[name].set(value)
-        tier = stats.get("host_tier")
-        if isinstance(tier, dict):
-            for name, key in HOST_TIER_GAUGES.items():
-                value = first_number([tier], (key,))
-                if value is not None:
-                    self.host_tier[name].set(value)
+        for section, gauges, keys in (("host_tier", self.host_tier, HOST_TIER_GAUGES),
+                                      ("speculation", self.speculation, {k: k for k in SPECULATION_GAUGES})):
+            part = stats.get(section)
+            if isinstance(part, dict):
+                for name, key in keys.items():
+                    value = first_number([part], (key,))
+                    if value is not None:
+                        gauges[name].set(value)
 
     def set_log_queue(self, depth: int, dropped: int) -> None:
         """`dropped` is the writer's running total; the counter advances by the difference."""

@@ -43,6 +43,18 @@ def test_engine_stats_fill_the_cache_gauges_from_the_nested_cache_dict():
     assert got[("radixgate_engine_evicted_tokens", ())] == 320
 
 
+def test_speculation_stats_fill_their_gauges_and_stay_absent_while_it_is_off():
+    metrics = Metrics()
+    metrics.set_engine_stats({"speculation": None})
+    assert samples(metrics)[("radixgate_speculation_draft_tokens", ())] == 0
+    metrics.set_engine_stats({"speculation": {"verify_steps": 40, "draft_tokens": 210, "accepted_tokens": 96,
+                                              "acceptance": 0.457}})
+    got = samples(metrics)
+    assert got[("radixgate_speculation_verify_steps", ())] == 40
+    assert got[("radixgate_speculation_draft_tokens", ())] == 210
+    assert got[("radixgate_speculation_accepted_tokens", ())] == 96
+
+
 def test_log_queue_depth_and_dropped_rows_follow_the_writer_totals():
     metrics = Metrics()
     metrics.set_log_queue(depth=12, dropped=3)
