@@ -109,6 +109,10 @@ def _print(result: dict) -> None:
                   f"{result['ttft_ms_median_on']:.0f}")
     table.add_row("radix cache off", f"{result['wall_s_off']:.2f}", str(result["prefill_tokens_off"]),
                   f"{result['ttft_ms_median_off']:.0f}")
+    plain = result.get("without_speculation")
+    if plain:
+        table.add_row("cache on, no speculation", f"{plain['wall_s']:.2f}", str(result["prefill_tokens_on"]),
+                      f"{plain['ttft_ms_median']:.0f}")
     for baseline in result["baselines"]:
         wall = f"{baseline['wall_s']:.2f}" if "wall_s" in baseline else baseline.get("error", "")
         table.add_row(baseline["name"], wall, "", "")
@@ -124,6 +128,9 @@ def _print(result: dict) -> None:
                           f"{baseline['outputs_match_radixgate']:.0%} of requests")
         if "note" in baseline:
             console.print(f"  [dim]{baseline['name']}: {baseline['note']}[/dim]")
+    if plain:
+        console.print(f"prompt-lookup speculation: {plain['speedup']:.2f}x faster than without (same tokens: "
+                      f"{ok(result['outputs_identical'])})")
     console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
                   f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
                   f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "

@@ -87,17 +87,23 @@ def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial
     for round_index in range(warmup):
         run_pass(runner, replace(config, enable_radix_cache=True), workload, serial=serial,
                  label=f"warm-up #{round_index + 1}", progress=progress)
-    passes: dict[bool, list[PassResult]] = {True: [], False: []}
+    modes = {"cache on": replace(config, enable_radix_cache=True), "cache off": replace(config, enable_radix_cache=False)}
+    if config.speculative_tokens:  # the same engine without prompt-lookup speculation, side by side
+        modes["no speculation"] = replace(config, enable_radix_cache=True, speculative_tokens=0)
+    passes: dict[str, list[PassResult]] = {mode: [] for mode in modes}
     for round_index in range(repeat):
-        for is_on in (True, False):
-            label = f"cache {'on' if is_on else 'off'} #{round_index + 1}"
-            mode_config = replace(config, enable_radix_cache=is_on)
-            passes[is_on].append(run_pass(runner, mode_config, workload, serial=serial, label=label,
-                                          progress=progress))
-    on, off = passes[True], passes[False]
+        for mode, mode_config in modes.items():
+            passes[mode].append(run_pass(runner, mode_config, workload, serial=serial,
+                                         label=f"{mode} #{round_index + 1}", progress=progress))
+    on, off = passes["cache on"], passes["cache off"]
     wall_on = statistics.median(p.wall_s for p in on)
     wall_off = statistics.median(p.wall_s for p in off)
-    outputs = [p.outputs for p in on + off]
+    outputs = [p.outputs for runs in passes.values() for p in runs]
+    plain = passes.get("no speculation")
+    speculation = None if plain is None else {
+        "wall_s": statistics.median(p.wall_s for p in plain), "wall_s_all": [p.wall_s for p in plain],
+        "speedup": statistics.median(p.wall_s for p in plain) / wall_on,
+        "ttft_ms_median": 1000 * statistics.median(statistics.median(p.ttft_s) for p in plain)}
     return {
         "requests": len(workload.prompts),
         "mode": "serial" if serial else "cold-group",
@@ -117,5 +123,6 @@ def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial
         "ttft_ms_median_on": 1000 * statistics.median(statistics.median(p.ttft_s) for p in on),
         "ttft_ms_median_off": 1000 * statistics.median(statistics.median(p.ttft_s) for p in off),
         "outputs_identical": all(o == outputs[0] for o in outputs),
+        "without_speculation": speculation,
         "_outputs": on[0].outputs,
     }
