@@ -47,11 +47,12 @@ def propose(tokens: np.ndarray, num_draft: int, max_ngram: int) -> np.ndarray:
     return tokens[:0]
 
 
-def num_accepted(draft: list[int], targets: list[int]) -> int:
-    """Leading drafts equal to the argmax of the row before them (targets[i] follows draft[i - 1])."""
+def matching_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two sequences share: for a verify step, the drafts equal to the argmax of
+    the row before them (targets[i] follows draft[i - 1])."""
     count = 0
-    for proposed, target in zip(draft, targets):
-        if proposed != target:
+    for x, y in zip(a, b):
+        if x != y:
             break
         count += 1
     return count
@@ -83,7 +84,7 @@ class Speculator:
 
     def verify(self, draft: list[int], targets: list[int]) -> int:
         """Count one verify step; returns how many drafts it accepted."""
-        accepted = num_accepted(draft, targets)
+        accepted = matching_prefix(draft, targets)
         self.num_verify_steps += 1
         self.num_draft_tokens += len(draft)
         self.num_accepted_tokens += accepted

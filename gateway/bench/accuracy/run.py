@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from engine import make_forward_batch
+from engine.speculation import matching_prefix
 from gateway.bench.decode.run import PagedSequence
 from gateway.bench.progress import Progress
 
@@ -58,15 +59,6 @@ def figures(reference: Reference, forced_logits: torch.Tensor, tokens: list[list
     num_tokens = len(reference.tokens[0])
     return Figures(float(kl.mean()), float(top1), sum(prefixes) / (num_tokens * len(prefixes)),
                    sum(p == num_tokens for p in prefixes) / len(prefixes))
-
-
-def matching_prefix(a: list[int], b: list[int]) -> int:
-    count = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        count += 1
-    return count
 
 
 # ---- transformers ----------------------------------------------------------------------------------

@@ -8,11 +8,12 @@ from engine import Engine, EngineConfig
 
 @pytest.fixture
 def make_engine():
-    """make_engine(num_pages=..., page_size=..., **config) -> a started Engine; checked for leaks after."""
+    """make_engine(num_pages=..., page_size=..., runner_class=FakeRunner, **config) -> a started Engine over
+    runner_class(num_pages, page_size); every engine is checked for leaked pages after the test."""
     engines = []
 
-    def make(num_pages: int = 256, page_size: int = 4, **overrides) -> Engine:
-        runner = FakeRunner(num_pages, page_size)
+    def make(num_pages: int = 256, page_size: int = 4, runner_class=FakeRunner, **overrides) -> Engine:
+        runner = runner_class(num_pages, page_size)
         config = EngineConfig(model="fake", page_size=page_size, num_pages=num_pages, **overrides)
         engine = Engine(config, runner=runner).start()
         engines.append(engine)

@@ -1,5 +1,6 @@
 """Constrained decoding: grammars compile, cache, mask and finish requests (real SmolLM2 tokenizer, fake logits)."""
 
+import functools
 import json
 from concurrent.futures import Future
 
@@ -35,20 +36,9 @@ def compiler(smollm2_tokenizer):
 
 
 @pytest.fixture
-def make_grammar_engine(smollm2_tokenizer):
-    engines = []
-
-    def make(num_pages: int = 256, page_size: int = 4, **overrides) -> Engine:
-        runner = WideFakeRunner(smollm2_tokenizer, num_pages, page_size)
-        engine = Engine(EngineConfig(model="fake", page_size=page_size, num_pages=num_pages, **overrides), runner=runner)
-        engines.append(engine.start())
-        return engine
-
-    yield make
-    for engine in engines:
-        engine.shutdown()
-        engine.flush_cache()
-        assert engine.pool.num_free_pages == engine.pool.num_pages, "pages leaked"
+def make_grammar_engine(make_engine, smollm2_tokenizer):
+    """Engines over WideFakeRunner (real vocabulary; conftest's make_engine checks their pages)."""
+    return functools.partial(make_engine, runner_class=functools.partial(WideFakeRunner, smollm2_tokenizer))
 
 
 def run_all(engine, prompts, params):

@@ -1,6 +1,7 @@
 """Prompt-lookup speculation: what is drafted, what is accepted, and that the engine's output and pages are
 exactly what plain decoding gives (over a fake runner whose next token depends on the last two tokens)."""
 
+import functools
 import threading
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from tests.support.fake_runner import CyclingFakeRunner, reference_greedy_of_last_two
 
 from engine import Engine, EngineConfig, SamplingParams, make_forward_batch
-from engine.speculation import num_accepted, propose
+from engine.speculation import matching_prefix, propose
 
 
 def drafted(tokens, num_draft=4, max_ngram=3):
@@ -26,9 +27,9 @@ def test_the_tokens_after_the_latest_earlier_occurrence_of_the_suffix_are_propos
 
 
 def test_drafts_are_accepted_up_to_the_first_disagreement():
-    assert num_accepted([4, 5, 6], [4, 5, 6, 7]) == 3
-    assert num_accepted([4, 5, 6], [4, 9, 6, 7]) == 1
-    assert num_accepted([4, 5, 6], [0, 5, 6, 7]) == 0
+    assert matching_prefix([4, 5, 6], [4, 5, 6, 7]) == 3
+    assert matching_prefix([4, 5, 6], [4, 9, 6, 7]) == 1
+    assert matching_prefix([4, 5, 6], [0, 5, 6, 7]) == 0
 
 
 def test_a_forward_batch_returns_logits_for_each_sequences_last_tokens():
@@ -41,22 +42,9 @@ def test_a_forward_batch_returns_logits_for_each_sequences_last_tokens():
 
 
 @pytest.fixture
-def make_engine():
-    """An engine over CyclingFakeRunner; at teardown every page must be back in the pool."""
-    engines = []
-
-    def make(num_pages: int = 256, page_size: int = 4, **overrides) -> Engine:
-        runner = CyclingFakeRunner(num_pages, page_size)
-        config = EngineConfig(model="fake", page_size=page_size, num_pages=num_pages, **overrides)
-        engine = Engine(config, runner=runner).start()
-        engines.append(engine)
-        return engine
-
-    yield make
-    for engine in engines:
-        engine.shutdown()
-        engine.flush_cache()
-        assert engine.pool.num_free_pages == engine.pool.num_pages, "pages leaked"
+def make_engine(make_engine):
+    """Engines over CyclingFakeRunner (conftest's make_engine checks their pages)."""
+    return functools.partial(make_engine, runner_class=CyclingFakeRunner)
 
 
 PROMPT = [3, 1, 4, 1, 5, 9, 2, 6]
