@@ -129,8 +129,10 @@ def _print(result: dict) -> None:
         if "note" in baseline:
             console.print(f"  [dim]{baseline['name']}: {baseline['note']}[/dim]")
     if plain:
+        drafts = plain.get("drafts") or {}
         console.print(f"prompt-lookup speculation: {plain['speedup']:.2f}x faster than without (same tokens: "
-                      f"{ok(result['outputs_identical'])})")
+                      f"{ok(result['outputs_identical'])}); {drafts.get('accepted_tokens', 0)} of "
+                      f"{drafts.get('draft_tokens', 0)} drafts accepted in {drafts.get('verify_steps', 0)} verify steps")
     console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
                   f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
                   f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "

@@ -28,6 +28,7 @@ class PassResult:
     cached_tokens: int
     ttft_s: list[float]
     outputs: list[list[int]]
+    speculation: dict | None = None  # Engine.stats()["speculation"] at the end of the pass
 
 
 def _collect(engine: Engine, workload: RagWorkload, *, serial: bool, label: str,
@@ -70,6 +71,7 @@ def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: boo
     """
     engine = Engine(replace(config, max_queue_wait_s=NO_QUEUE_DEADLINE_S), runner=runner)
     wall_s, finals = _collect(engine, workload, serial=serial, label=label, progress=progress)
+    speculation = engine.stats()["speculation"]
     flush_and_check(engine, finals)
     return PassResult(
         wall_s=wall_s,
@@ -77,6 +79,7 @@ def run_pass(runner, config: EngineConfig, workload: RagWorkload, *, serial: boo
         cached_tokens=sum(f.usage.cached_tokens for f in finals),
         ttft_s=[f.usage.ttft_s for f in finals],
         outputs=[f.output_token_ids for f in finals],
+        speculation=speculation,
     )
 
 
@@ -103,6 +106,7 @@ def run_rag_bench(runner, config: EngineConfig, workload: RagWorkload, *, serial
     speculation = None if plain is None else {
         "wall_s": statistics.median(p.wall_s for p in plain), "wall_s_all": [p.wall_s for p in plain],
         "speedup": statistics.median(p.wall_s for p in plain) / wall_on,
+        "drafts": on[0].speculation,  # what the first cache-on pass drafted and accepted
         "ttft_ms_median": 1000 * statistics.median(statistics.median(p.ttft_s) for p in plain)}
     return {
         "requests": len(workload.prompts),
