@@ -32,6 +32,7 @@ from engine.radix_cache import RadixCache
 from engine.runner import ModelRunner, resolve_device, resolve_dtype
 from engine.sampler import Sampler
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
+from engine.speculation import matching_prefix
 
 __all__ = [
     "Engine",
@@ -57,6 +58,7 @@ __all__ = [
     "GrammarState",
     "Sampler",
     "make_forward_batch",
+    "matching_prefix",  # shared token prefix (the verify step's acceptance; the accuracy bench's agreement)
     "resolve_device",
     "resolve_dtype",
     "EngineError",

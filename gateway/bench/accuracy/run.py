@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine import make_forward_batch
-from engine.speculation import matching_prefix
+from engine import make_forward_batch, matching_prefix
 from gateway.bench.decode.run import PagedSequence
 from gateway.bench.progress import Progress
 
