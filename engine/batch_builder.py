@@ -66,13 +66,14 @@ def build_forward_batch(chunks: list[ScheduledChunk], page_size: int, device: to
         positions.append(torch.arange(start, end, dtype=torch.long))
         seq_slots.append(kv_slots(chunk.req.pages, end, page_size).to(device))
     out_slots = torch.cat([slots[-chunk.num_fed :] for slots, chunk in zip(seq_slots, chunks)])
-    logit_chunks = [chunk for chunk in chunks if chunk.needs_logits]
+    logit_rows = [i for i, chunk in enumerate(chunks) if chunk.needs_logits]
+    logit_chunks = [chunks[i] for i in logit_rows]
     return ForwardBatch(
         input_ids=torch.tensor(input_ids, dtype=torch.long, device=device),
         positions=torch.cat(positions).to(device),
         out_slots=out_slots,
         seq_q_lens=[chunk.num_fed for chunk in chunks],
         seq_kv_slots=seq_slots,
-        logit_rows=[i for i, chunk in enumerate(chunks) if chunk.needs_logits],
+        logit_rows=logit_rows,
         num_logit_tokens=[chunk.num_logit_rows for chunk in logit_chunks] if any(c.draft for c in logit_chunks) else None,
     )

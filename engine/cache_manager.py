@@ -117,11 +117,11 @@ class CacheManager:
             self.host_tier.write([(namespace, tokens[:length], pages)])
 
     # ---- pages --------------------------------------------------------
-    def allocate(self, num_pages: int) -> list[int] | None:
-        """num_pages fresh pages, evicting LRU tree leaves first; None if still short."""
+    def allocate(self, num_pages: int, *, may_evict: bool = True) -> list[int] | None:
+        """num_pages fresh pages, evicting LRU tree leaves first (unless may_evict is False); None if still short."""
         if num_pages <= 0:
             return []
-        if not self.pool.can_allocate(num_pages) and self.is_enabled:
+        if not self.pool.can_allocate(num_pages) and self.is_enabled and may_evict:
             self.cache.evict(num_pages - self.pool.num_free_pages)
         if not self.pool.can_allocate(num_pages):
             return None
@@ -130,10 +130,11 @@ class CacheManager:
         except OutOfPagesError:
             return None
 
-    def ensure_pages(self, req: Request, num_new_tokens: int) -> bool:
-        """Grow req.pages to hold num_computed + num_new_tokens tokens; False if the pool is short."""
+    def ensure_pages(self, req: Request, num_new_tokens: int, *, may_evict: bool = True) -> bool:
+        """Grow req.pages to hold num_computed + num_new_tokens tokens; False if the pool is short (counting
+        evictable tree pages only when may_evict)."""
         missing = ceil_div(req.num_computed + num_new_tokens, self.page_size) - len(req.pages)
-        pages = self.allocate(missing)
+        pages = self.allocate(missing, may_evict=may_evict)
         if pages is None:
             return False
         req.pages.extend(pages)

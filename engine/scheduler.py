@@ -116,12 +116,8 @@ class Scheduler:
 
     def _attach_draft(self, chunk: ScheduledChunk) -> None:
         """Give a decode chunk its drafts when their slots fit on free pages (no cached prefix is evicted for them)."""
-        req = chunk.req
-        draft = self.speculator.draft(req)
-        if not draft:
-            return
-        missing = -(-(req.num_computed + 1 + len(draft)) // self.page_size) - len(req.pages)
-        if missing <= self.cache.pool.num_free_pages and self.cache.ensure_pages(req, 1 + len(draft)):
+        draft = self.speculator.draft(chunk.req)
+        if draft and self.cache.ensure_pages(chunk.req, 1 + len(draft), may_evict=False):
             chunk.draft = draft
 
     def _preempt_newest(self, needy: Request) -> bool:
