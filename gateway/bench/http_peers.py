@@ -148,6 +148,19 @@ class VllmServer:
         self._process = None
 
 
+def peer_dtype(dtype: str) -> str:
+    """The dtype both servers run: ``dtype`` itself, or what the engine's "auto" picks on this machine's CPU.
+    Named explicitly to both, so they compute in the same dtype (vLLM has no measured choice of its own,
+    and bfloat16 on a CPU without native bfloat16 is emulated)."""
+    if dtype != "auto":
+        return dtype
+    import torch
+
+    from engine import resolve_dtype
+
+    return str(resolve_dtype("auto", torch.device("cpu"))).removeprefix("torch.")
+
+
 def agreement(a: HttpRun, b: HttpRun) -> float:
     """Share of requests whose answers are the same text in both runs."""
     pairs = list(zip(a.replies, b.replies))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from gateway.bench.output import write_json
 
 DEFAULT_KV_CACHE_TOKENS = 65536
+DEFAULT_REQUESTS = 300  # of the generated workload
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +25,8 @@ def agent(
     admin_key: str = typer.Option(None, "--admin-key", envvar="RADIXGATE_ADMIN_KEY", help="Admin key of --url's gateway."),
     json_out: Path = typer.Option(None, "--json", help="Write the result JSON here."),
     plot: Path = typer.Option(None, "--plot", help="Write a PNG chart here."),
-    num_requests: int = typer.Option(300, "--requests", min=1, help="Requests of the generated workload."),
+    num_requests: Optional[int] = typer.Option(None, "--requests", min=1, help="Requests: of the generated workload "
+                                               "(default 300), or the first N rows of --workload (default all)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated workload."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Requests in flight (1 = strictly in order)."),
     kv_cache_tokens: int = typer.Option(DEFAULT_KV_CACHE_TOKENS, "--kv-cache-tokens",
@@ -38,14 +41,14 @@ def agent(
     vllm_python: str = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build; the bench "
                                     "starts its server on the HF directory radixgate caches for the model."),
     vllm_url: str = typer.Option(None, "--vllm-url", help="A running vLLM server instead."),
-    dtype: str = typer.Option("auto", "--dtype", help="With --vs vllm: both servers' dtype (auto: radixgate's "
-                              "own choice, bfloat16 for vLLM)."),
+    dtype: str = typer.Option("auto", "--dtype", help="With --vs vllm: both servers' dtype (auto: the one "
+                              "radixgate's engine picks on this CPU, named to both)."),
 ) -> None:
     """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
     from gateway.bench.agent.run import run_agent_bench
     from gateway.bench.workloads.agent import load_workload
 
-    rows = load_workload(workload, num_requests, seed)
+    rows = load_workload(workload, num_requests or DEFAULT_REQUESTS, seed)[: num_requests or None]
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
     if vs is not None:
         return vs_vllm(rows, vs, vllm_python, vllm_url, dtype, concurrency, json_out)
@@ -63,7 +66,7 @@ def agent(
         typer.echo("starting a gateway on a free loopback port (loading the model)...")
         with ServerProcess(env=env) as server:
             result = run_agent_bench(server.url, server.admin_key, rows, concurrency=concurrency, progress=print_progress)
-    result["workload"] = str(workload) if workload else f"generated(seed={seed}, requests={num_requests})"
+    result["workload"] = str(workload) if workload else f"generated(seed={seed}, requests={len(rows)})"
     print_summary(result)
     write_json(result, json_out)
     if plot is not None:
@@ -91,7 +94,8 @@ def vs_vllm(rows: list[dict], vs: str, vllm_python: str | None, vllm_url: str | 
     threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
     result = run_agent_vs_vllm(rows, load_model("smollm2-135m"), dtype=dtype, num_threads=threads,
                                concurrency=concurrency, vllm_python=vllm_python, vllm_url=vllm_url)
-    print_peers(f"bench agent over HTTP ({len(rows)} requests, concurrency {concurrency}, {threads} threads)", result)
+    print_peers(f"bench agent over HTTP ({len(rows)} requests, concurrency {concurrency}, {threads} threads, "
+                f"{result['dtype']})", result)
     for peer in result["peers"]:
         typer.echo(f"{peer['name']}: hit rate {peer['hit_rate']:.3f}")
     write_json(result, json_out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 
-from gateway.bench.http_peers import HttpRun, agreement, replay_chat
+from gateway.bench.http_peers import HttpRun, agreement, peer_dtype, replay_chat
 from gateway.bench.rag.vllm_peer import run_vllm_http
 
 RADIXGATE_EXTRAS = ("context", "canonicalize", "template")
@@ -42,10 +42,9 @@ def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads
     from gateway.bench.agent.run import GatewayClient
     from gateway.bench.server import ServerProcess
 
+    dtype = peer_dtype(dtype)
     env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING",
-           "RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536"}
-    if dtype != "auto":
-        env["RADIXGATE_ENGINE__DTYPE"] = dtype
+           "RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536", "RADIXGATE_ENGINE__DTYPE": dtype}
     with ServerProcess(env=env) as server:
         admin = GatewayClient(server.url, server.admin_key)
         try:
@@ -64,6 +63,6 @@ def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads
     radixgate, vllm = ours.summary(), theirs.summary()
     radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours))
     vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs))
-    return {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads,
+    return {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads, "dtype": dtype,
             "peers": [radixgate, vllm], "answer_agreement": agreement(ours, theirs),
             "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}

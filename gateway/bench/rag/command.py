@@ -16,6 +16,7 @@ from gateway.bench.threads import THREADS_HELP, set_torch_threads
 TARGET_SPEEDUP = 6.4
 TARGET_PREFILL_RATIO = 0.1
 TARGET_BASELINE_SPEEDUP = 5.0  # over every baseline, cold-group mode
+TARGET_VS_BEST_PEER = {"cold-group": 0.4, "serial": 0.5}  # radixgate's wall time over its best peer's (issue 21)
 
 
 def register(app: typer.Typer) -> None:
@@ -31,8 +32,9 @@ def rag(
     warmup: int = typer.Option(1, min=0, help="Untimed passes first (the CPU kernels are picked and compiled on "
                                            "the first shapes); each baseline also warms up on a short prompt."),
     vs: list[str] = typer.Option([], "--vs", help="Also run a baseline: hf, llamacpp (in-process, repeatable); or "
-                                 "vllm: instead, `radixgate serve` vs a vLLM CPU server over HTTP (needs --workload "
-                                 "with chat messages, and --vllm-python or --vllm-url)."),
+                                 "vllm: `radixgate serve` vs a vLLM CPU server over HTTP (needs --workload with chat "
+                                 "messages, and --vllm-python or --vllm-url). vllm with hf or llamacpp: both, then "
+                                 "one table of every peer."),
     vllm_python: Optional[str] = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build "
                                               "(e.g. /tmp/vllm-venv/bin/python): the bench starts its server."),
     vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="A running vLLM server instead (its prefix "
@@ -53,8 +55,12 @@ def rag(
         raise typer.BadParameter(f"unknown baseline(s) {sorted(set(vs) - set(BASELINES) - {'vllm'})}; "
                                  "choose hf, llamacpp or vllm")
     set_torch_threads(threads)
+    http = None
     if "vllm" in vs:
-        return vs_vllm(workload, model, dtype, serial, repeat, vllm_python, vllm_url, json_out)
+        http = vs_vllm(workload, model, dtype, serial, repeat, vllm_python, vllm_url)
+        vs = [name for name in vs if name != "vllm"]
+        if not vs:  # vLLM alone: its HTTP table is the result
+            return write_json(http, json_out)
 
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens,
                           device=device)
@@ -72,12 +78,31 @@ def rag(
         result["baselines"] = run_baselines(vs, runner, loaded, model, repeat=repeat, wall_s_on=result["wall_s_on"],
                                             reference=reference, progress=progress)
     _print(result)
+    if http is not None:
+        result = {"peers_table": _one_table(result, http, runner, loaded), "in_process": result, "http": http}
     write_json(result, json_out)
-    write_plot(_plot, result, plot)
+    write_plot(_plot, result.get("in_process", result), plot)
+
+
+def _one_table(result: dict, http: dict, runner, loaded) -> dict:
+    """Print and return the one table of every peer of this run (gateway.bench.rag.peer_table)."""
+    from gateway.bench.decode.limits import machine_limits
+    from gateway.bench.rag.peer_table import http_rows, in_process_rows, peer_table, print_peer_table, serial_floor_s
+
+    floor_s = None
+    if result["mode"] == "serial":
+        limits = machine_limits(runner.shape, runner.dtype, runner.quantization)
+        floor_s = serial_floor_s(result["prefill_tokens_on"], len(loaded.prompts), loaded.max_new_tokens, limits)
+    table = peer_table(http_rows(http) + in_process_rows(result), mode=result["mode"], floor_s=floor_s)
+    print_peer_table(table, target=TARGET_VS_BEST_PEER[result["mode"]],
+                     title=f"bench rag, every peer ({result['mode']}, {result['requests']} requests, "
+                           f"{result['dtype']}, median of {result['repeat']})")
+    return table
 
 
 def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repeat: int, vllm_python: Optional[str],
-            vllm_url: Optional[str], json_out: Optional[Path]) -> None:
+            vllm_url: Optional[str]) -> dict:
+    """`radixgate serve` beside vLLM over HTTP; prints their table and returns the result."""
     import torch
 
     from engine import load_model
@@ -94,8 +119,8 @@ def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repe
                                      serial=serial, repeat=repeat, vllm_python=vllm_python, vllm_url=vllm_url,
                                      progress=progress)
     print_peers(f"bench rag over HTTP ({result['mode']}, {result['requests']} requests, {result['num_threads']} "
-                f"threads, median of {repeat})", result)
-    write_json(result, json_out)
+                f"threads, {result['dtype']}, median of {repeat})", result)
+    return result
 
 
 def _print(result: dict) -> None:

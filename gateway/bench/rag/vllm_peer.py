@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.bench.http_peers import HttpRun, VllmServer, agreement, replay_chat
+from gateway.bench.http_peers import HttpRun, VllmServer, agreement, peer_dtype, replay_chat
 
 
 def workload_bodies(path: Path, max_tokens: int | None = None) -> tuple[list[dict], int]:
@@ -65,8 +65,7 @@ def run_vllm_http(bodies: list[dict], *, python: str | None, url: str | None, mo
                   dtype: str, num_threads: int, concurrency: int, repeat: int, progress=None) -> list[HttpRun]:
     if url is not None:
         return _vllm_passes(url.rstrip("/"), served_name, bodies, concurrency, repeat, progress)
-    server = VllmServer(python, model_dir, served_name, dtype="bfloat16" if dtype == "auto" else dtype,
-                        num_threads=num_threads)
+    server = VllmServer(python, model_dir, served_name, dtype=peer_dtype(dtype), num_threads=num_threads)
     server.env["VLLM_SERVER_DEV_MODE"] = "1"  # for /reset_prefix_cache between passes
     with server:
         return _vllm_passes(server.url, served_name, bodies, concurrency, repeat, progress)
@@ -88,6 +87,7 @@ def run_vllm_comparison(workload: Path, loaded_model, *, dtype: str, num_threads
     """radixgate serve and vLLM on the same bodies; summaries with answer agreement and wall ratio."""
     bodies, max_tokens = workload_bodies(workload)
     concurrency = 1 if serial else len(bodies)
+    dtype = peer_dtype(dtype)
     ours = run_radixgate_http(bodies, dtype=dtype, num_threads=num_threads, concurrency=concurrency,
                               repeat=repeat, progress=progress)
     theirs = run_vllm_http(bodies, python=vllm_python, url=vllm_url, model_dir=loaded_model.path,
@@ -96,5 +96,5 @@ def run_vllm_comparison(workload: Path, loaded_model, *, dtype: str, num_threads
     radixgate, vllm = median_run(ours), median_run(theirs)
     radixgate["name"], vllm["name"] = "radixgate serve", "vLLM (CPU)"
     return {"mode": "serial" if serial else "cold-group", "requests": len(bodies), "max_tokens": max_tokens,
-            "num_threads": num_threads, "repeat": repeat, "peers": [radixgate, vllm],
+            "num_threads": num_threads, "dtype": dtype, "repeat": repeat, "peers": [radixgate, vllm],
             "answer_agreement": agreement(ours[0], theirs[0]), "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}
