@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 HTTP, IN_PROCESS = "HTTP", "in-process"
+TABLE_WIDTH = 112  # columns the one table needs to print each row on one line
 
 
 @dataclass
@@ -94,7 +95,7 @@ def print_peer_table(table: dict, *, target: float, title: str) -> None:
         wall = row["error"] if row["wall_s"] is None else f"{row['wall_s']:.2f}"
         view.add_row(row["name"], row["harness"], wall, fmt(row["ttft_ms_p50"], ".0f"),
                      fmt(row["prefill_tokens"], "d"), fmt(row["same_answers"], ".0%"), fmt(row["ratio"], ".2f"))
-    console = Console()
+    console = Console(width=max(Console().width, TABLE_WIDTH))  # a log file gets 80 columns: too narrow
     console.print(view)
     best = table["vs_best_peer"]
     if best is not None:
