@@ -9,6 +9,11 @@ from pathlib import Path
 import typer
 
 
+def verdict(passed: bool) -> str:
+    """A target's outcome as rich markup: a green "ok" or a red "MISSED"."""
+    return "[green]ok[/green]" if passed else "[red]MISSED[/red]"
+
+
 def write_json(result: object, path: Path | None) -> None:
     """Write `result` as indented JSON to `path`, creating its folder (nothing when None), and say so."""
     if path:

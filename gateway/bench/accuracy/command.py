@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from gateway.bench.output import write_json
+from gateway.bench.output import verdict, write_json
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
 
@@ -74,6 +74,5 @@ def print_result(result: dict) -> None:
     console = Console()
     console.print(table)
     for dtype, ok in result["radixgate_no_further_than_transformers"].items():
-        verdict = "[green]ok[/green]" if ok else "[red]MISSED[/red]"
         console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
-                      f"(KL within {result['kl_tolerance']:g} nats): {verdict}")
+                      f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gateway.bench.output import write_json, write_plot
+from gateway.bench.output import verdict, write_json, write_plot
 
 from gateway.bench.progress import progress_bars
 from gateway.bench.threads import THREADS_HELP, set_torch_threads
@@ -143,25 +143,24 @@ def _print(result: dict) -> None:
         table.add_row(baseline["name"], wall, "", "")
     console = Console()
     console.print(table)
-    ok = lambda flag: "[green]ok[/green]" if flag else "[red]MISSED[/red]"  # noqa: E731
     target = TARGET_BASELINE_SPEEDUP if result["mode"] == "cold-group" else 1.0
     for baseline in result["baselines"]:
         if "radixgate_speedup" in baseline:
             ratio = baseline["radixgate_speedup"]
             console.print(f"radixgate {ratio:.2f}x faster than {baseline['name']} (target >= {target:g}x) "
-                          f"{ok(ratio >= target)}; same greedy tokens on "
+                          f"{verdict(ratio >= target)}; same greedy tokens on "
                           f"{baseline['outputs_match_radixgate']:.0%} of requests")
         if "note" in baseline:
             console.print(f"  [dim]{baseline['name']}: {baseline['note']}[/dim]")
     if plain:
         drafts = plain.get("drafts") or {}
         console.print(f"prompt-lookup speculation: {plain['speedup']:.2f}x faster than without (same tokens: "
-                      f"{ok(result['outputs_identical'])}); {drafts.get('accepted_tokens', 0)} of "
+                      f"{verdict(result['outputs_identical'])}); {drafts.get('accepted_tokens', 0)} of "
                       f"{drafts.get('draft_tokens', 0)} drafts accepted in {drafts.get('verify_steps', 0)} verify steps")
-    console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {ok(result['speedup'] >= TARGET_SPEEDUP)}; "
+    console.print(f"speedup {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}) {verdict(result['speedup'] >= TARGET_SPEEDUP)}; "
                   f"prefill ratio {result['prefill_ratio']:.3f} (target <= {TARGET_PREFILL_RATIO}) "
-                  f"{ok(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
-                  f"{ok(result['outputs_identical'])}")
+                  f"{verdict(result['prefill_ratio'] <= TARGET_PREFILL_RATIO)}; outputs identical "
+                  f"{verdict(result['outputs_identical'])}")
 
 
 def _plot(result: dict, path: Path) -> None:

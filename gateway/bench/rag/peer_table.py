@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from gateway.bench.output import verdict
+
 HTTP, IN_PROCESS = "HTTP", "in-process"
 TABLE_WIDTH = 112  # columns the one table needs to print each row on one line
 
@@ -99,8 +101,8 @@ def print_peer_table(table: dict, *, target: float, title: str) -> None:
     console.print(view)
     best = table["vs_best_peer"]
     if best is not None:
-        verdict = "[green]ok[/green]" if best <= target else "[red]MISSED[/red]"
-        console.print(f"radixgate vs its best peer: {best:.2f}x the wall time (target <= {target:g}x) {verdict}")
+        console.print(f"radixgate vs its best peer: {best:.2f}x the wall time (target <= {target:g}x) "
+                      f"{verdict(best <= target)}")
     if "floor_s" in table:
         over = table["in_process_over_floor"]
         console.print(f"machine floor (ideal prefix reuse, no speculation) {table['floor_s']:.2f} s; radixgate "
