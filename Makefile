@@ -32,8 +32,12 @@ serve: venv
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# Two workers (pytest-xdist): much of a slow test is waiting on a server or a subprocess, so two
+# share 2 cores well. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
 test: venv browser
-	$(BIN)/python -m pytest -q -rfEs --durations=15
+	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow"
