@@ -59,8 +59,13 @@ def _child_main(sender, gguf_path, sizes, num_tokens, prompt_len, repeat, num_th
 
 
 def _measure(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, extra_buffers) -> dict:
+    import logging
+
     import llama_cpp
 
+    # llama-cpp-python prints every llama.cpp log line unless its logger is raised (Llama(verbose=False) does
+    # this; the low-level API used here does not): thousands of graph lines per batch size otherwise
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
     params = llama_cpp.llama_model_default_params()
     if not extra_buffers:
         params.use_extra_bufts = False
