@@ -40,7 +40,7 @@ test: venv browser
 	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
