@@ -7,8 +7,19 @@ import pytest
 from tests.support.fake_runner import FakeRunner, reference_greedy
 
 from engine import Engine, EngineConfig, SamplingParams
+from engine.host_tier.copy_policy import CopyPolicy
 
 PAGE_SIZE = 4
+
+
+class AlwaysLoad(CopyPolicy):
+    """Loads every host hit. The measured policy compares the copy with the fake runner's prefill, which costs
+    next to nothing, so under a loaded machine it sometimes (rightly) recomputes; this test is about the
+    load path, and the decision has tests of its own (tests/unit/engine/test_copy_policy.py)."""
+
+    def should_load(self, num_pages: int) -> bool:
+        self.num_loads_chosen += 1
+        return True
 
 
 def make(num_pages: int, **overrides) -> Engine:
@@ -29,6 +40,8 @@ def run(engine: Engine, requests) -> list:
 @pytest.mark.parametrize("host_tier_tokens", [0, 512])
 def test_a_small_device_cache_gets_its_evicted_prefixes_back_from_the_host(host_tier_tokens):
     engine = make(16, host_tier_tokens=host_tier_tokens)
+    if host_tier_tokens:
+        engine._core.host_tier.policy = AlwaysLoad(PAGE_SIZE)
     try:
         outputs = run(engine, prompts())
         stats = engine.stats()
