@@ -13,7 +13,8 @@ quantization, transformers in a dtype) is measured twice:
     share of prompts whose tokens all match.
 
 radixgate runs every prompt in one ragged batch (prefill, then one decode step per token, the way it
-serves); transformers runs prompt by prompt with its KV cache.
+serves); transformers runs prompt by prompt with its KV cache. The reference always runs on the CPU;
+on ``device="cuda"`` both candidates run on the GPU, so each dtype's row compares like with like.
 """
 
 from __future__ import annotations
@@ -64,21 +65,21 @@ def figures(reference: Reference, forced_logits: torch.Tensor, tokens: list[list
 @torch.inference_mode()
 def hf_greedy(model, prompt: list[int], num_tokens: int) -> tuple[list[int], torch.Tensor]:
     """(greedy tokens, (num_tokens, vocab) float32 logits they were drawn from), with transformers' KV cache."""
-    ids, past, tokens, rows = torch.tensor([prompt]), None, [], []
+    ids, past, tokens, rows = torch.tensor([prompt], device=model.device), None, [], []
     for _ in range(num_tokens):
         out = model(input_ids=ids, past_key_values=past, use_cache=True)
-        past, logits = out.past_key_values, out.logits[0, -1].float()
+        past, logits = out.past_key_values, out.logits[0, -1].float().cpu()
         tokens.append(int(logits.argmax()))
         rows.append(logits)
-        ids = torch.tensor([[tokens[-1]]])
+        ids = torch.tensor([[tokens[-1]]], device=model.device)
     return tokens, torch.stack(rows)
 
 
 @torch.inference_mode()
 def hf_forced(model, prompt: list[int], tokens: list[int]) -> torch.Tensor:
     """(len(tokens), vocab) float32: transformers' distribution of each of ``tokens`` after the prompt."""
-    ids = torch.tensor([prompt + tokens[:-1]])
-    return model(input_ids=ids, use_cache=False).logits[0, len(prompt) - 1:].float()
+    ids = torch.tensor([prompt + tokens[:-1]], device=model.device)
+    return model(input_ids=ids, use_cache=False).logits[0, len(prompt) - 1:].float().cpu()
 
 
 def hf_reference(model, prompts: list[list[int]], num_tokens: int, progress: Progress | None) -> Reference:
@@ -158,7 +159,8 @@ def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.flo
     rows = []
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
-        hf_model = reference_model if dtype == torch.float32 else loaded_model.build_hf_model(dtype)
+        same_as_reference = dtype == torch.float32 and device.type == "cpu"
+        hf_model = reference_model if same_as_reference else loaded_model.build_hf_model(dtype).to(device)
         hf = hf_figures(hf_model, reference, f"transformers {name}", progress)
         rows.append({"engine": "transformers", "dtype": name, "quantization": "none", **hf.__dict__})
         del hf_model

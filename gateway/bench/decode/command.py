@@ -66,7 +66,7 @@ def decode(
     runner = ModelRunner.from_spec(model, dtype=None if dtype == "auto" else dtype,
                                    device=None if device == "auto" else device, num_pages=num_pages, page_size=16,
                                    quantization=quantization)
-    hf_model = runner.loaded_model.build_hf_model(runner.dtype) if "hf" in vs else None
+    hf_model = runner.loaded_model.build_hf_model(runner.dtype).to(runner.device) if "hf" in vs else None
     typer.echo(f"{runner.loaded_model.model_id}: dtype {runner.dtype}, weights {runner.quantization}, device "
                f"{runner.device}, {torch.get_num_threads()} threads")
     if grammar == "json":
@@ -89,10 +89,10 @@ def decode(
 
         result["llamacpp"] = run_llamacpp_decode(gguf_path(model), sizes, tokens, prompt_len, repeat,
                                                  torch.get_num_threads())
-    if limits and runner.device.type == "cpu":
+    if limits:
         from gateway.bench.decode.limits import machine_limits
 
-        result["limits"] = machine_limits(runner.shape, runner.dtype, runner.quantization)
+        result["limits"] = machine_limits(runner.shape, runner.dtype, runner.quantization, runner.device)
     print_result(result)
     write_json(result, json_out)
 

@@ -2,9 +2,11 @@
 
 Batch-1 decode reads every weight once per token, so its ceiling is bandwidth / weight bytes.
 Prefill computes ~2 FLOPs per weight per token, so its ceiling is the machine's dense matmul rate /
-(2 * linear weights). Both are measured here, in this process, with torch's current thread count:
-bandwidth as the best of a few full reads of a buffer far larger than the caches, the matmul rate as
-the best of a few large products in the model dtype. The bench prints its rates as fractions of them.
+(2 * linear weights). Both are measured here, in this process, on the runner's device (with torch's
+current thread count on a CPU): bandwidth as the best of a few full reads of a buffer far larger than
+the caches, the matmul rate as the best of a few large products in the model dtype. On CUDA the buffer
+and the products are larger (an H200's L2 is 60 MB and its bfloat16 rate near 800 TFLOP/s) and each
+timing waits for the device. The bench prints its rates as fractions of them.
 """
 
 from __future__ import annotations
@@ -13,35 +15,43 @@ import time
 
 import torch
 
-BANDWIDTH_BYTES = 512 * 1024 * 1024
-MATMUL_SIZE = 1024
+BANDWIDTH_BYTES = {"cpu": 512 * 1024 * 1024, "cuda": 4 * 1024 * 1024 * 1024}
+MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
 REPEATS = 3
 INT4_GROUP_SIZE = 32
 
 
-def memory_bandwidth_bytes_per_s() -> float:
-    """Best of REPEATS reads of a BANDWIDTH_BYTES float32 buffer (a sum touches every byte once)."""
-    buffer = torch.ones(BANDWIDTH_BYTES // 4)
-    buffer.sum()
+def best_seconds(work, device: torch.device) -> float:
+    """Best of REPEATS timings of ``work()`` after one untimed call; on CUDA each waits for the device."""
+
+    def finish() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    work()
+    finish()
     best = float("inf")
     for _ in range(REPEATS):
         started = time.perf_counter()
-        buffer.sum()
+        work()
+        finish()
         best = min(best, time.perf_counter() - started)
-    return BANDWIDTH_BYTES / best
+    return best
 
 
-def matmul_flops_per_s(dtype: torch.dtype) -> float:
-    """Best of REPEATS square MATMUL_SIZE products in ``dtype``: 2 n^3 FLOPs each."""
-    a = torch.randn(MATMUL_SIZE, MATMUL_SIZE).to(dtype)
-    b = torch.randn(MATMUL_SIZE, MATMUL_SIZE).to(dtype)
-    a @ b
-    best = float("inf")
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - started)
-    return 2 * MATMUL_SIZE**3 / best
+def memory_bandwidth_bytes_per_s(device: torch.device = torch.device("cpu")) -> float:
+    """Best of REPEATS reads of a float32 buffer of BANDWIDTH_BYTES[device] (a sum touches every byte once)."""
+    num_bytes = BANDWIDTH_BYTES[device.type]
+    buffer = torch.ones(num_bytes // 4, device=device)
+    return num_bytes / best_seconds(buffer.sum, device)
+
+
+def matmul_flops_per_s(dtype: torch.dtype, device: torch.device = torch.device("cpu")) -> float:
+    """Best of REPEATS square MATMUL_SIZE[device] products in ``dtype``: 2 n^3 FLOPs each."""
+    size = MATMUL_SIZE[device.type]
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    return 2 * size**3 / best_seconds(lambda: a @ b, device)
 
 
 def linear_weight_counts(shape) -> tuple[int, int]:
@@ -70,10 +80,10 @@ def decode_weight_bytes(shape, dtype: torch.dtype, quantization: str) -> float:
     return layers * bytes_per_weight(dtype, quantization) + head * bytes_per_weight(dtype, head_mode)
 
 
-def machine_limits(shape, dtype: torch.dtype, quantization: str) -> dict:
-    """The measured ceilings and what they allow this model: batch-1 decode and prefill tokens/s."""
-    bandwidth = memory_bandwidth_bytes_per_s()
-    flops = matmul_flops_per_s(dtype)
+def machine_limits(shape, dtype: torch.dtype, quantization: str, device: torch.device = torch.device("cpu")) -> dict:
+    """The measured ceilings of ``device`` and what they allow this model: batch-1 decode and prefill tokens/s."""
+    bandwidth = memory_bandwidth_bytes_per_s(device)
+    flops = matmul_flops_per_s(dtype, device)
     weight_bytes = decode_weight_bytes(shape, dtype, quantization)
     layers, head = linear_weight_counts(shape)
     return {

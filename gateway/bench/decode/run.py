@@ -61,6 +61,12 @@ class PagedSequence:
         self.pages = []
 
 
+def wait_for(device: torch.device) -> None:
+    """Block until ``device`` has run what was queued on it (CUDA kernels run asynchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def argmax_tokens(logits: torch.Tensor) -> list[int]:
     return logits.argmax(-1).tolist()
 
@@ -94,11 +100,12 @@ def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Pro
 
 def hf_generate_seconds(model, prompts: list[list[int]], num_tokens: int) -> tuple[float, float]:
     """(wall, process CPU) seconds of one greedy ``generate`` call."""
-    input_ids = torch.tensor(prompts, dtype=torch.long)
+    input_ids = torch.tensor(prompts, dtype=torch.long, device=model.device)
     started, cpu_started = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         model.generate(input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=num_tokens,
                        min_new_tokens=num_tokens, do_sample=False, pad_token_id=0)
+    wait_for(model.device)
     return time.perf_counter() - started, time.process_time() - cpu_started
 
 
@@ -165,16 +172,18 @@ def prefill_seconds(runner, prompt: list[int]) -> float:
         batch = make_forward_batch([prompt], [seq.extend(len(prompt))])
         started = time.perf_counter()
         runner.forward(batch)
+        wait_for(runner.device)
         return time.perf_counter() - started
     finally:
         seq.free()
 
 
 def hf_prefill_seconds(model, prompt: list[int]) -> float:
-    input_ids = torch.tensor([prompt], dtype=torch.long)
+    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)
     started = time.perf_counter()
     with torch.inference_mode():
         model(input_ids, use_cache=False, logits_to_keep=1)
+    wait_for(model.device)
     return time.perf_counter() - started
 
 

@@ -32,7 +32,8 @@ def run_baselines(names: list[str], runner, workload: RagWorkload, model: str, *
         if name == "hf":
             for reuse in (False, True):
                 baselines.append(median_of(repeat, lambda reuse=reuse: run_hf(
-                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress)))
+                    runner.loaded_model, workload, dtype=runner.dtype, reuse_prefix=reuse, progress=progress,
+                    device=runner.device)))
         elif name == "llamacpp":
             baselines.append(median_of(repeat, lambda: run_llamacpp(
                 gguf_path(model), workload.prompts, workload.max_new_tokens, num_threads=torch.get_num_threads(),

@@ -19,23 +19,23 @@ from gateway.bench.workloads.rag import RagWorkload
 
 @torch.inference_mode()
 def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.float32, reuse_prefix: bool,
-           progress: Progress | None = None) -> dict:
-    """Serial transformers generate over the workload; wall time and greedy outputs."""
-    model = loaded_model.build_hf_model(dtype)
+           progress: Progress | None = None, device: torch.device = torch.device("cpu")) -> dict:
+    """Serial transformers generate over the workload on ``device``; wall time and greedy outputs."""
+    model = loaded_model.build_hf_model(dtype).to(device)
     new_tokens = workload.max_new_tokens
     label = "hf prefix-reuse" if reuse_prefix else "hf from scratch"
     prefix_len = min(workload.num_prefix_tokens, min(len(p) for p in workload.prompts) - 1)
-    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]])  # untimed, like radixgate's warm-up
+    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]], device=device)  # untimed, like radixgate's warm-up
     model.generate(warmup_ids, attention_mask=torch.ones_like(warmup_ids), max_new_tokens=2, do_sample=False)
     started = time.perf_counter()
     prefix_cache = None
     if reuse_prefix:
-        prefix_ids = torch.tensor([workload.prompts[0][:prefix_len]])
+        prefix_ids = torch.tensor([workload.prompts[0][:prefix_len]], device=device)
         prefix_cache = model(prefix_ids, use_cache=True).past_key_values
     outputs = []
     for index, prompt in enumerate(workload.prompts):
         kwargs = {"past_key_values": copy.deepcopy(prefix_cache)} if prefix_cache is not None else {}
-        ids = torch.tensor([prompt])
+        ids = torch.tensor([prompt], device=device)
         generated = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
                                    min_new_tokens=new_tokens, do_sample=False, **kwargs)
         outputs.append(generated[0, len(prompt):].tolist())

@@ -24,8 +24,8 @@ def test_bytes_per_weight_shrink_with_quantization_and_int4_keeps_an_int8_head()
 def test_measured_limits_are_positive(monkeypatch):
     import gateway.bench.decode.limits as limits
 
-    monkeypatch.setattr(limits, "BANDWIDTH_BYTES", 8 * 1024 * 1024)
-    monkeypatch.setattr(limits, "MATMUL_SIZE", 128)
+    monkeypatch.setattr(limits, "BANDWIDTH_BYTES", {"cpu": 8 * 1024 * 1024})
+    monkeypatch.setattr(limits, "MATMUL_SIZE", {"cpu": 128})
     found = machine_limits(SHAPE, torch.float32, "none")
     assert found["memory_bandwidth_gb_s"] > 0 and found["batch1_decode_limit_tok_s"] > 0
     assert found["prefill_limit_tok_s"] > 0
