@@ -25,6 +25,7 @@ import torch
 
 from engine import make_forward_batch, matching_prefix
 from gateway.bench.decode.run import PagedSequence
+from gateway.bench.hf_cache import cache_kwargs, returned_cache
 from gateway.bench.progress import Progress
 
 
@@ -67,8 +68,8 @@ def hf_greedy(model, prompt: list[int], num_tokens: int) -> tuple[list[int], tor
     """(greedy tokens, (num_tokens, vocab) float32 logits they were drawn from), with transformers' KV cache."""
     ids, past, tokens, rows = torch.tensor([prompt], device=model.device), None, [], []
     for _ in range(num_tokens):
-        out = model(input_ids=ids, past_key_values=past, use_cache=True)
-        past, logits = out.past_key_values, out.logits[0, -1].float().cpu()
+        out = model(input_ids=ids, use_cache=True, **cache_kwargs(model, past))
+        past, logits = returned_cache(model, out), out.logits[0, -1].float().cpu()
         tokens.append(int(logits.argmax()))
         rows.append(logits)
         ids = torch.tensor([[tokens[-1]]], device=model.device)

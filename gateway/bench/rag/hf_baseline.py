@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from gateway.bench.hf_cache import cache_kwargs, returned_cache
 from gateway.bench.progress import Progress
 from gateway.bench.rag import BASELINE_WARMUP_TOKENS
 from gateway.bench.workloads.rag import RagWorkload
@@ -31,10 +32,10 @@ def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.fl
     prefix_cache = None
     if reuse_prefix:
         prefix_ids = torch.tensor([workload.prompts[0][:prefix_len]], device=device)
-        prefix_cache = model(prefix_ids, use_cache=True).past_key_values
+        prefix_cache = returned_cache(model, model(prefix_ids, use_cache=True))
     outputs = []
     for index, prompt in enumerate(workload.prompts):
-        kwargs = {"past_key_values": copy.deepcopy(prefix_cache)} if prefix_cache is not None else {}
+        kwargs = cache_kwargs(model, copy.deepcopy(prefix_cache))
         ids = torch.tensor([prompt], device=device)
         generated = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
                                    min_new_tokens=new_tokens, do_sample=False, **kwargs)
