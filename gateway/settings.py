@@ -180,10 +180,6 @@ class Settings(BaseSettings):
     log_spool_max_bytes: int = 256 * 1024 * 1024  # past this, rows that cannot be written wait in memory only
     log_spool_fsync: bool = False  # True: fsync each spooled row (survives power loss, not only a crash)
     shutdown_timeout_s: float = 30.0  # SIGTERM: open streams may finish this long before they are cut
-    # How long a Python thread may hold the GIL while another waits (sys.setswitchinterval; Python's default is
-    # 5 ms). The HTTP thread's first token waits behind the engine thread's Python between torch calls: 0.5 ms
-    # took ~10 % off a serial replay's TTFT p50 (docs/performance.md, session 18).
-    gil_switch_interval_ms: float = Field(default=0.5, gt=0, le=100)
     shadow_max_tokens_per_tenant: int = 1_000_000  # raw-order shadow: token ids kept per cache domain (LRU)
     canonical_shadow: bool = True  # the canonical-order shadow (canonical_hit_rate, the doctor's counterfactuals)
     canonical_shadow_max_tokens_per_tenant: int = 1_000_000  # its token ids kept per cache domain (LRU)

@@ -61,7 +61,6 @@ def serve(
     settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
                              model=model, engine=engine, no_engine=no_engine, routing=routing)
     configure_logging(settings.log_level)
-    set_gil_switch_interval(settings.gil_switch_interval_ms)
     import uvicorn
 
     from gateway.db.migrate import upgrade
@@ -93,12 +92,6 @@ def serve(
     finally:
         if dashboard_process is not None:
             stop_process(dashboard_process)
-
-
-def set_gil_switch_interval(milliseconds: float) -> None:
-    """Let a waiting thread (the HTTP loop) take the GIL after ``milliseconds`` instead of Python's 5 ms."""
-    sys.setswitchinterval(milliseconds / 1000)
-    log.debug("GIL switch interval %.2f ms", milliseconds)
 
 
 def run_engine_on_main_thread(server, engine) -> None:

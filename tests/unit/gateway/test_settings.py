@@ -9,8 +9,7 @@ from gateway.settings import EngineSettings, Settings, read_config_file
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
-    for name in ("RADIXGATE_PORT", "RADIXGATE_CONFIG_FILE", "RADIXGATE_ENGINE__MODEL", "RADIXGATE_ENGINE__PAGE_SIZE", "RADIXGATE_DB_URL",
-                 "RADIXGATE_GIL_SWITCH_INTERVAL_MS"):
+    for name in ("RADIXGATE_PORT", "RADIXGATE_CONFIG_FILE", "RADIXGATE_ENGINE__MODEL", "RADIXGATE_ENGINE__PAGE_SIZE", "RADIXGATE_DB_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env
 
@@ -84,24 +83,3 @@ def test_host_tier_settings_reach_the_engine_config():
     config = EngineSettings(host_tier_tokens=4096, host_tier_name="shared").to_engine_config()
     assert (config.host_tier_tokens, config.host_tier_name, config.is_host_tier_enabled) == (4096, "shared", True)
     assert not EngineSettings().to_engine_config().is_host_tier_enabled  # off by default
-
-
-def test_the_gil_switch_interval_is_a_setting_that_serve_applies(monkeypatch):
-    import sys
-
-    from pydantic import ValidationError
-
-    from gateway.cli.serve import set_gil_switch_interval
-
-    assert Settings().gil_switch_interval_ms == 0.5
-    monkeypatch.setenv("RADIXGATE_GIL_SWITCH_INTERVAL_MS", "2")
-    assert Settings().gil_switch_interval_ms == 2.0
-    monkeypatch.setenv("RADIXGATE_GIL_SWITCH_INTERVAL_MS", "0")
-    with pytest.raises(ValidationError):
-        Settings()
-    previous = sys.getswitchinterval()
-    try:
-        set_gil_switch_interval(2.0)
-        assert sys.getswitchinterval() == pytest.approx(0.002)
-    finally:
-        sys.setswitchinterval(previous)
