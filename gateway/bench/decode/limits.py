@@ -15,6 +15,8 @@ import time
 
 import torch
 
+from gateway.bench.decode.run import wait_for
+
 BANDWIDTH_BYTES = {"cpu": 512 * 1024 * 1024, "cuda": 4 * 1024 * 1024 * 1024}
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
 REPEATS = 3
@@ -23,18 +25,13 @@ INT4_GROUP_SIZE = 32
 
 def best_seconds(work, device: torch.device) -> float:
     """Best of REPEATS timings of ``work()`` after one untimed call; on CUDA each waits for the device."""
-
-    def finish() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     work()
-    finish()
+    wait_for(device)
     best = float("inf")
     for _ in range(REPEATS):
         started = time.perf_counter()
         work()
-        finish()
+        wait_for(device)
         best = min(best, time.perf_counter() - started)
     return best
 

@@ -26,7 +26,8 @@ def run_hf(loaded_model, workload: RagWorkload, *, dtype: torch.dtype = torch.fl
     new_tokens = workload.max_new_tokens
     label = "hf prefix-reuse" if reuse_prefix else "hf from scratch"
     prefix_len = min(workload.num_prefix_tokens, min(len(p) for p in workload.prompts) - 1)
-    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]], device=device)  # untimed, like radixgate's warm-up
+    # untimed, like radixgate's warm-up
+    warmup_ids = torch.tensor([workload.prompts[0][:BASELINE_WARMUP_TOKENS]], device=device)
     model.generate(warmup_ids, attention_mask=torch.ones_like(warmup_ids), max_new_tokens=2, do_sample=False)
     started = time.perf_counter()
     prefix_cache = None
