@@ -12,7 +12,7 @@ One group is a few matmuls, however many sequences it holds:
     matmul (the prefix gathered once, not once per sequence);
   * one softmax over [prefix | own] keys (float32 inside), so the cascade is exact;
   * values block by block (``BLOCK`` key positions from position 0), the
-    block products summed in block order into a float32 accumulator (block_sum).
+    block products summed in block order into one accumulator (block_sum).
 Grouped-query attention without copying K/V: the ``G`` query heads of one kv
 head are extra query rows of that kv head, ``(KVH, B, G * max_q, D)``; K/V are
 gathered head-major straight from the pool (a shared prefix whose slots are one
@@ -57,24 +57,29 @@ SCAN_MAX_ELEMENTS = 4096  # per block: up to here one cumsum beats an add per bl
 
 
 def block_sum(parts: torch.Tensor) -> torch.Tensor:
-    """(KVH, b, n, rows, D) per-block products -> their float32 sum over the n blocks in block order, cast
-    back to the products' dtype: (KVH, b, rows, D).
+    """(KVH, b, n, rows, D) per-block products -> their sum over the n blocks in block order, cast back to the
+    products' dtype: (KVH, b, rows, D).
 
-    Every path gives the bits of ``acc = parts[:, :, 0].float(); acc += parts[:, :, 1]; ...``, so a row's
-    sum does not depend on the rows or the trailing all-zero (padded) blocks it is batched with. For
-    bfloat16 (or float16) on CPU with few rows per block the whole sum is ONE op: torch's CPU cumsum is a
-    sequential loop over the dimension with a float32 accumulator for these dtypes, rounding only what it
-    stores (a decode step at batch 1 over 1,800 keys had 15 adds per layer). float32 products always take
-    the loop: cumsum would accumulate them in float64, other bits.
+    The sum runs block after block into one accumulator, float32 for bfloat16/float16 products and float64
+    for float32 ones (torch's CPU cumsum accumulates them so), rounded once at the end. So a row's sum does
+    not depend on the rows or the trailing all-zero (padded) blocks it is batched with, and both paths give
+    the same bits: with few rows per block the whole sum is ONE cumsum (a sequential scan over the dimension
+    that rounds only what it stores; a decode step at batch 1 over 1,800 keys had 15 adds per layer), with
+    many it is an add per block (cumsum would write every partial sum).
     """
     num_blocks = parts.shape[2]
-    if (parts.device.type == "cpu" and parts.dtype in (torch.bfloat16, torch.float16) and num_blocks > 1
-            and parts[:, :, 0].numel() <= SCAN_MAX_ELEMENTS):
+    if (parts.device.type == "cpu" and num_blocks > 1 and parts.numel() // num_blocks <= SCAN_MAX_ELEMENTS
+            and parts.dtype in (torch.bfloat16, torch.float16, torch.float32)):
         return torch.cumsum(parts, dim=2).select(2, -1)
-    acc = parts[:, :, 0].float()
+    acc = parts[:, :, 0].to(accumulator_dtype(parts))
     for block in range(1, num_blocks):
         acc += parts[:, :, block]
     return acc.to(parts.dtype)
+
+
+def accumulator_dtype(parts: torch.Tensor) -> torch.dtype:
+    """float64 for float32 products on CPU (cumsum's accumulator there), float32 otherwise."""
+    return torch.float64 if parts.dtype == torch.float32 and parts.device.type == "cpu" else torch.float32
 
 
 class PagedAttention:
@@ -124,13 +129,14 @@ class PagedAttention:
         step = max(1, self.tile_rows // rows)
         if shared is not None and step < b:  # several tiles read the prefix: lay it out once, not once per tile
             shared = (shared[0].contiguous(), shared[1].contiguous())
+        if step >= b:  # one tile: no slicing (a batch-1 decode step runs this once per layer)
+            return self._rows_out(self._attend_tile(q_rows, own_keys, own_values, group.mask, shared), group)
         tiles = []
         for lo in range(0, b, step):  # a few sequences at a time: their scores stay in cache
             hi = min(b, lo + step)
             mask = group.mask[lo:hi] if group.mask is not None else None
             tiles.append(self._attend_tile(q_rows[:, lo:hi], own_keys[:, lo:hi], own_values[:, lo:hi], mask, shared))
-        out = tiles[0] if len(tiles) == 1 else torch.cat(tiles, dim=1)
-        return self._rows_out(out, group)
+        return self._rows_out(torch.cat(tiles, dim=1), group)
 
     def _shared_kv(self, k_cache, v_cache, group: AttentionGroup) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys (KVH, D, Ls) and values (KVH, S, BLOCK, D) of the shared blocks: a strided view of the pool

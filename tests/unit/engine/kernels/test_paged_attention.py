@@ -112,14 +112,15 @@ def test_each_query_gets_the_same_bits_in_any_batch(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_the_block_sum_has_the_bits_of_adding_block_after_block_in_float32(dtype):
-    """Both paths (one scan for few rows, an add per block for many) are the running float32 sum."""
+def test_the_block_sum_has_the_bits_of_adding_block_after_block(dtype):
+    """Both paths (one scan for few rows, an add per block for many) are the running sum, in float32 for
+    bfloat16 products and in float64 for float32 ones."""
     gen = torch.Generator().manual_seed(5)
     for num_blocks in (1, 2, 3, 15, 16, 17, 40):
         for num_seqs in (1, 5, SCAN_MAX_ELEMENTS // (KVH * G * D) + 1, 40):
             scale = torch.rand(KVH, num_seqs, num_blocks, 1, 1, generator=gen) ** 8  # spread the magnitudes
             parts = (torch.randn(KVH, num_seqs, num_blocks, G, D, generator=gen) * scale).to(dtype)
-            running = parts[:, :, 0].float()
+            running = parts[:, :, 0].to(torch.float64 if dtype == torch.float32 else torch.float32)
             for block in range(1, num_blocks):
                 running += parts[:, :, block]
             assert torch.equal(block_sum(parts), running.to(dtype)), (num_blocks, num_seqs)
