@@ -61,7 +61,10 @@ def inverse_frequencies(config, head_dim: int) -> tuple[torch.Tensor, float]:
 
 
 class RotaryTable:
-    """cos/sin for positions 0..num_positions-1, grown on demand; ``lookup`` once per forward."""
+    """cos and signed sin for positions 0..num_positions-1, grown on demand; ``lookup`` once per forward.
+
+    The sin table's first half is negated (``cat(-s, s)``), so that rotating is one roll and one multiply-add
+    (see apply_rotary)."""
 
     def __init__(self, config, head_dim: int, num_positions: int, device="cpu") -> None:
         self.inv_freq, self.scaling = inverse_frequencies(config, head_dim)
@@ -73,29 +76,28 @@ class RotaryTable:
         positions = torch.arange(num_positions, dtype=torch.float32)
         freqs = torch.outer(positions, self.inv_freq)  # (P, rotary_dim // 2)
         emb = torch.cat([freqs, freqs], dim=-1)
+        sin = emb.sin() * self.scaling
+        half = sin.shape[-1] // 2
         self.cos = (emb.cos() * self.scaling).to(self.device)  # (P, rotary_dim) float32
-        self.sin = (emb.sin() * self.scaling).to(self.device)
+        self.signed_sin = torch.cat([-sin[:, :half], sin[:, half:]], dim=-1).to(self.device)
 
     def lookup(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin of shape (T, 1, rotary_dim) in ``dtype`` for the given positions."""
+        """cos and signed sin, each of shape (T, 1, rotary_dim) in ``dtype``, for the given positions."""
         needed = int(positions.max()) + 1 if positions.numel() else 0
         if needed > self.cos.shape[0]:
             self._build(max(needed, 2 * self.cos.shape[0]))
-        return self.cos[positions, None].to(dtype), self.sin[positions, None].to(dtype)
+        return self.cos[positions, None].to(dtype), self.signed_sin[positions, None].to(dtype)
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """x (T, heads, head_dim) rotated in its first rotary_dim channels (rotate-half convention).
 
-    ``x * cos + cat(-x2, x1) * sin`` written as one product and two in-place
-    multiply-adds, so no negated or concatenated copy of x is made.
+    ``x * cos + cat(-x2, x1) * sin`` computed as ``x * cos + roll(x) * cat(-sin1, sin2)``: the sign sits in
+    the table (RotaryTable.signed_sin), which gives the same bits as negating x2, in three ops per call.
     """
     rotary_dim = cos.shape[-1]
     if rotary_dim < x.shape[-1]:
-        rotated = apply_rotary(x[..., :rotary_dim], cos, sin)
+        rotated = apply_rotary(x[..., :rotary_dim], cos, signed_sin)
         return torch.cat([rotated, x[..., rotary_dim:]], dim=-1)
-    half = rotary_dim // 2
     out = x * cos
-    out[..., :half].addcmul_(x[..., half:], sin[..., :half], value=-1.0)
-    out[..., half:].addcmul_(x[..., :half], sin[..., half:])
-    return out
+    return out.addcmul_(x.roll(rotary_dim // 2, dims=-1), signed_sin)
