@@ -19,7 +19,7 @@ bfloat16. The weight is packed whole: the product accumulates in float32 inside
 oneDNN, and adding slices would round each to bfloat16 first. Where oneDNN's
 bfloat16 kernel changes its blocking with the row count (AMX), products are kept
 to one measured range of rows (engine.kernels.cpu.row_range): larger batches are
-cut into even pieces, smaller ones padded with zero rows.
+cut into even pieces, smaller ones padded with copies of their last row.
 
 The measurements behind these choices are in docs/performance.md.
 """
@@ -48,6 +48,15 @@ def input_slices(in_features: int) -> list[tuple[int, int]]:
     width = -(-in_features // num_slices)
     width = min(MAX_SLICE, -(-width // SLICE_ALIGN) * SLICE_ALIGN)
     return [(start, min(in_features, start + width)) for start in range(0, in_features, width)]
+
+
+def pad_rows(x: torch.Tensor, num_rows: int) -> torch.Tensor:
+    """x (r, k) with its last row repeated up to ``num_rows`` rows (one op for a lone row); zeros for no rows."""
+    if x.shape[0] == 1:
+        return torch.cat([x] * num_rows)
+    if x.shape[0] == 0:
+        return x.new_zeros(num_rows, x.shape[1])
+    return torch.cat([x, x[-1:].expand(num_rows - x.shape[0], -1)])
 
 
 AUTO = "auto"  # rows: ANY for float32, measured for this shape otherwise (engine.kernels.cpu.row_range)
@@ -80,9 +89,10 @@ class PackedLinear:
 
     def _product(self, x: torch.Tensor) -> torch.Tensor:
         num_rows = x.shape[0]
-        if num_rows < self.rows.min_rows:
-            padded = torch.cat([x, x.new_zeros(self.rows.min_rows - num_rows, x.shape[1])])
-            return self._product(padded)[:num_rows]
+        if num_rows < self.rows.min_rows:  # rows are independent: the padding never changes a real row's bits
+            return self._product(pad_rows(x, self.rows.min_rows))[:num_rows]
+        if len(self.slices) == 1:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed[0], self.bias, "none", [], "")
         (a, b), *rest = self.slices
         out = torch.ops.mkldnn._linear_pointwise(x[:, a:b], self.packed[0], self.bias, "none", [], "")
         for (a, b), packed in zip(rest, self.packed[1:]):  # in slice order: the same sum for any batch

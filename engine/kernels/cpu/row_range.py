@@ -11,7 +11,7 @@ different.
 
 So a PackedLinear runs every product with between ``min_rows`` and ``max_rows``
 rows: a batch larger than ``max_rows`` is cut into even pieces, a smaller one
-than ``min_rows`` is padded with zero rows. The range is the first of
+than ``min_rows`` is padded with copies of its last row. The range is the first of
 ``CANDIDATES`` under which random rows, multiplied in calls of many sizes, all
 give every row the same bits in this process. Candidates go from the most
 efficient to the safest: no limit; then ranges up to 256 rows (large batches
@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 
 class RowRange(NamedTuple):
-    min_rows: int  # smaller products are padded with zero rows up to this
+    min_rows: int  # smaller products are padded (copies of their last row) up to this
     max_rows: int | None  # larger ones are cut into even pieces; None = any size
 
 

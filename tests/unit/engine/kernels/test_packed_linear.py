@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from engine.kernels import make_linear
 from engine.kernels.cpu.packed_linear import PackedLinear, input_slices, packing_applies
+from engine.kernels.cpu.row_range import RowRange
 
 pytestmark = pytest.mark.skipif(not packing_applies(torch.float32, torch.device("cpu")),
                                 reason="this torch build has no oneDNN")
@@ -34,6 +35,20 @@ def test_every_row_gets_the_same_bits_in_any_batch(shape, dtype):
         assert not changed, f"{len(changed)} rows changed in batches of {rows} (rows per product {packed.rows})"
     atol = 1e-4 if dtype == torch.float32 else 2e-2  # bfloat16 outputs keep 8 bits
     assert torch.allclose(packed(x).float(), F.linear(x, weight, bias).float(), rtol=0.01, atol=atol)
+
+
+@pytest.mark.parametrize("min_rows", [2, 3, 8])
+def test_products_under_the_row_range_are_padded_without_changing_a_row(min_rows):
+    """No rows, one row and a few rows below ``min_rows``: the shape is kept and each row equals its product in
+    a full-size call (a prefill-only forward asks the LM head for zero rows)."""
+    gen = torch.Generator().manual_seed(3)
+    weight = torch.randn(96, 64, generator=gen) * 0.05
+    packed = PackedLinear(weight, rows=RowRange(min_rows, None))
+    x = torch.randn(16, 64, generator=gen)
+    full = packed(x)
+    assert packed(x[:0]).shape == (0, 96)
+    for num_rows in range(1, min_rows + 1):
+        assert torch.equal(packed(x[:num_rows]), full[:num_rows]), num_rows
 
 
 @pytest.mark.skipif(torch.bfloat16 not in DTYPES, reason="this CPU's oneDNN has no bfloat16")
