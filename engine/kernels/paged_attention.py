@@ -70,7 +70,7 @@ def block_sum(parts: torch.Tensor) -> torch.Tensor:
     num_blocks = parts.shape[2]
     if num_blocks == 1:  # the sum of one block is that block (widening and rounding back changes no bit)
         return parts.select(2, 0)
-    if (parts.device.type == "cpu" and num_blocks > 1 and parts.numel() // num_blocks <= SCAN_MAX_ELEMENTS
+    if (parts.device.type == "cpu" and parts.numel() // num_blocks <= SCAN_MAX_ELEMENTS
             and parts.dtype in (torch.bfloat16, torch.float16, torch.float32)):
         return torch.cumsum(parts, dim=2).select(2, -1)
     acc = parts[:, :, 0].to(accumulator_dtype(parts))
