@@ -6,7 +6,8 @@ num_new), read off req.pages. Only chunks that reach the end of the
 request's tokens need logits (the last prefill chunk, or a decode token);
 prefill-only requests (pins) never do. A decode chunk may carry drafts
 (engine.speculation): they are fed after its token, on the slots that follow,
-and every fed token of it returns logits.
+and every fed token of it returns logits. A chunk that starts at or past the
+request's prompt feeds only generated tokens (``seq_is_generated``).
 """
 
 from __future__ import annotations
@@ -76,4 +77,5 @@ def build_forward_batch(chunks: list[ScheduledChunk], page_size: int, device: to
         seq_kv_slots=seq_slots,
         logit_rows=logit_rows,
         num_logit_tokens=[chunk.num_logit_rows for chunk in logit_chunks] if any(c.draft for c in logit_chunks) else None,
+        seq_is_generated=[chunk.req.num_computed >= chunk.req.num_prompt_tokens for chunk in chunks],
     )

@@ -39,10 +39,15 @@ def ceil_div(a: int, b: int) -> int:
 class CacheManager:
     """Matches, locks, allocates, inserts and releases on behalf of requests."""
 
-    def __init__(self, pool: KVPool, cache: RadixCache, *, is_enabled: bool, host_tier: HostTier | None = None) -> None:
+    def __init__(self, pool: KVPool, cache: RadixCache, *, is_enabled: bool, host_tier: HostTier | None = None,
+                 shares_generated_kv: bool = True) -> None:
+        """``shares_generated_kv`` False: generated tokens' K/V comes from other kernels than a prompt's (with
+        other bits), so the tree takes only prompt tokens: a later prompt that repeats a reply recomputes it,
+        and its answer stays the one it gets with the cache off."""
         self.pool = pool
         self.cache = cache
         self.is_enabled = is_enabled
+        self.shares_generated_kv = shares_generated_kv
         self.page_size = pool.page_size
         self.host_tier = host_tier if is_enabled else None
         if self.host_tier is not None:
@@ -152,7 +157,8 @@ class CacheManager:
         duplicates were freed), so the request switches to those pages and
         moves its lock to the deeper node.
         """
-        aligned = req.num_computed // self.page_size * self.page_size
+        shareable = req.num_computed if self.shares_generated_kv else min(req.num_computed, req.num_prompt_tokens)
+        aligned = shareable // self.page_size * self.page_size
         if not self.is_enabled or aligned <= req.num_tree_tokens:
             return
         num_pages = aligned // self.page_size

@@ -59,7 +59,8 @@ class EngineCore:
         self.cache = RadixCache(self.pool, int(self.pool.num_pages * self.config.max_pinned_fraction))
         self.host_tier = open_host_tier(config, self.pool)
         self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache,
-                                          host_tier=self.host_tier)
+                                          host_tier=self.host_tier,
+                                          shares_generated_kv=runner.generated_kv_is_shareable)
         self.scheduler = Scheduler(config, self.cache_manager)
         self.tokenizer = runner.loaded_model.tokenizer
         self.eos_token_ids = eos_token_ids

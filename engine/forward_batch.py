@@ -34,6 +34,9 @@ class ForwardBatch:
     ``num_logit_tokens``: per entry of ``resolve_logit_rows``, how many of that
     sequence's last new tokens return logits (a speculative verify step wants
     them all); ``None`` means one each.
+    ``seq_is_generated``: per sequence, True when all its new tokens are generated ones (a decode token, a
+    speculative verify, generated tokens recomputed after a preemption): the attention may run such rows on
+    its own kernel (see engine.kernels.attention_plan); ``None`` means no sequence is.
     """
 
     input_ids: torch.Tensor  # (T,) long
@@ -43,6 +46,7 @@ class ForwardBatch:
     seq_kv_slots: list[torch.Tensor]  # per sequence: (kv_len,) long, prefix + new tokens
     logit_rows: list[int] | None = None
     num_logit_tokens: list[int] | None = None
+    seq_is_generated: list[bool] | None = None
     seq_kv_lens: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +99,8 @@ class ForwardBatch:
             if len(self.num_logit_tokens) != len(rows) or any(
                     not 1 <= n <= self.seq_q_lens[r] for r, n in zip(rows, self.num_logit_tokens)):
                 raise ValueError(f"num_logit_tokens {self.num_logit_tokens} do not fit logit rows {rows}")
+        if self.seq_is_generated is not None and len(self.seq_is_generated) != self.num_seqs:
+            raise ValueError("seq_is_generated needs one entry per sequence")
 
 
 def make_forward_batch(
@@ -102,10 +108,12 @@ def make_forward_batch(
     seq_kv_slots: Sequence[Sequence[int] | torch.Tensor],
     logit_rows: list[int] | None = None,
     num_logit_tokens: list[int] | None = None,
+    is_generated: bool = False,
 ) -> ForwardBatch:
     """Build a ForwardBatch from each sequence's new token ids and ALL its kv slots.
 
-    Positions and out_slots are derived: the new tokens occupy the last slots.
+    Positions and out_slots are derived: the new tokens occupy the last slots. ``is_generated`` marks every
+    sequence's new tokens as generated ones (a decode step), so they run where the engine runs decode tokens.
     """
     kv_slots = [torch.as_tensor(s, dtype=torch.long) for s in seq_kv_slots]
     q_lens = [len(ids) for ids in new_token_ids]
@@ -123,4 +131,5 @@ def make_forward_batch(
         seq_kv_slots=kv_slots,
         logit_rows=logit_rows,
         num_logit_tokens=num_logit_tokens,
+        seq_is_generated=[True] * len(q_lens) if is_generated else None,
     )

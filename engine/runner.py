@@ -124,6 +124,10 @@ class ModelRunner:
             raise ValueError(f"pool holds {k0.dtype} on {k0.device}, the model runs {self.dtype} on {self.device}")
 
     @property
+    def generated_kv_is_shareable(self) -> bool:
+        return self.attention.generated_kv_is_shareable
+
+    @property
     def tokenizer(self):
         return self.loaded_model.tokenizer
 

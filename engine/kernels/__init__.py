@@ -44,7 +44,11 @@ class Linear(Protocol):
 
 
 class Attention(Protocol):
-    """``plan`` once per forward (per attention window), ``forward`` once per layer with that plan."""
+    """``plan`` once per forward (per attention window), ``forward`` once per layer with that plan.
+    ``generated_kv_is_shareable``: False when generated tokens' K/V carries other bits than the same tokens
+    would get as prompt rows (the radix tree must not hand it to a prompt)."""
+
+    generated_kv_is_shareable: bool
 
     def plan(self, batch: ForwardBatch, window: int | None, device: torch.device) -> object: ...
 

@@ -16,6 +16,11 @@ gathered once and attended for all of them in one matmul ("cascade").
 Because every query always meets the same blocks in the same order, whatever
 group, piece or cascade it lands in, its result does not depend on the batch
 (see engine.kernels.paged_attention).
+
+Where the attention has a kernel for single query rows (``by_row``: the
+native CPU kernel), the rows of generated tokens (``seq_is_generated``) skip
+the groups: ``GeneratedRows`` lists each row's keys as a range of one flat
+slot list, and the kernel attends them row by row.
 """
 
 from __future__ import annotations
@@ -60,20 +65,33 @@ class AttentionGroup:
 
 
 @dataclass
+class GeneratedRows:
+    """Rows of generated tokens, attended one query row at a time: row n reads slots[begins[n]:ends[n]]."""
+
+    token_index: torch.Tensor | None  # (N,) rows of q, in order; None = all T tokens
+    slots: torch.Tensor  # (M,) long: the key slots of each sequence with generated rows, once
+    begins: torch.Tensor  # (N,) long
+    ends: torch.Tensor  # (N,) long
+
+
+@dataclass
 class AttentionPlan:
     out_slots: torch.Tensor  # (T,) long
     num_tokens: int
     groups: list[AttentionGroup]
+    generated: GeneratedRows | None = None
 
 
-def split_units(batch: ForwardBatch) -> tuple[dict[int, list[Unit]], list[Unit]]:
-    """Short units by length bucket, and the pieces of long prefill chunks."""
+def split_units(batch: ForwardBatch, skipped: list[bool] | None = None) -> tuple[dict[int, list[Unit]], list[Unit]]:
+    """Short units by length bucket, and the pieces of long prefill chunks (of the sequences not skipped)."""
     buckets: dict[int, list[Unit]] = {}
     pieces: list[Unit] = []
     start = 0
     for i, (q_len, kv_len) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens)):
         prefix = kv_len - q_len
-        if q_len <= MAX_BUCKET:
+        if skipped is not None and skipped[i]:
+            pass
+        elif q_len <= MAX_BUCKET:
             bucket = length_bucket(q_len)
             buckets.setdefault(bucket, []).append(Unit(i, start, q_len, kv_len))
         else:
@@ -93,11 +111,39 @@ def length_bucket(q_len: int) -> int:
 
 
 def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, window: int | None, dtype: torch.dtype,
-                   device) -> AttentionPlan:
-    buckets, pieces = split_units(batch)
+                   device, by_row: bool = False) -> AttentionPlan:
+    """``by_row``: the rows of generated tokens go to GeneratedRows instead of the groups."""
+    by_row = by_row and batch.seq_is_generated is not None and any(batch.seq_is_generated)
+    skipped = batch.seq_is_generated if by_row else None
+    buckets, pieces = split_units(batch, skipped)
     units_per_group = [buckets[k] for k in sorted(buckets)] + [[piece] for piece in pieces]
     groups = [plan_group(batch, units, num_kv_heads, group_size, window, dtype, device) for units in units_per_group]
-    return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups)
+    generated = plan_generated_rows(batch, window, device) if by_row else None
+    return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups, generated)
+
+
+def plan_generated_rows(batch: ForwardBatch, window: int | None, device) -> GeneratedRows:
+    """The query rows of the generated sequences; a row at position p reads keys (p - window, p]."""
+    token_index, begins, ends, slots = [], [], [], []
+    token_start = offset = 0
+    for q_len, kv_len, kv_slots, is_generated in zip(batch.seq_q_lens, batch.seq_kv_lens, batch.seq_kv_slots,
+                                                     batch.seq_is_generated):
+        if is_generated:
+            slots.append(kv_slots)
+            for row in range(q_len):
+                end = kv_len - q_len + row + 1  # keys [0, end) are visible to this row
+                token_index.append(token_start + row)
+                begins.append(offset + (0 if window is None else max(0, end - window)))
+                ends.append(offset + end)
+            offset += kv_len
+        token_start += q_len
+    is_all = len(token_index) == batch.num_tokens
+    return GeneratedRows(
+        token_index=None if is_all else torch.tensor(token_index, dtype=torch.long, device=device),
+        slots=torch.cat(slots).to(device),
+        begins=torch.tensor(begins, dtype=torch.long, device=device),
+        ends=torch.tensor(ends, dtype=torch.long, device=device),
+    )
 
 
 def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_size: int, window: int | None,

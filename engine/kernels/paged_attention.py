@@ -32,6 +32,14 @@ ones (a lone decode token is G rows; under a cascade its prefix is scored with
 the group's), so there the last bit may still move. The attention is written as
 explicit matmuls rather than torch's SDPA so that this block order, and hence
 the invariance, is this module's to keep.
+
+Rows of generated tokens (decode and speculative verify) run instead on the
+native CPU kernel when it builds (engine.kernels.cpu.native): one call per
+layer for all of them, each row attended alone in float32 and rounded once,
+so these rows too get the same bits in any batch. Their bits differ from what
+the matmul path gives the same token as a prompt row, so such K/V must never
+stand in for a prompt's: ``generated_kv_is_shareable`` is then False and the
+radix tree keeps only prompt tokens (engine.cache_manager).
 """
 
 from __future__ import annotations
@@ -41,6 +49,9 @@ import torch
 from engine.forward_batch import ForwardBatch
 from engine.kernels.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
 from engine.kernels.cpu.cpu_info import l2_cache_bytes
+from engine.kernels.cpu.native import native_kernels
+
+NATIVE_DTYPES = (torch.float32, torch.bfloat16)
 
 __all__ = ["AttentionPlan", "PagedAttention"]
 
@@ -87,7 +98,9 @@ def accumulator_dtype(parts: torch.Tensor) -> torch.dtype:
 class PagedAttention:
     """Attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
 
-    def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+    def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int, native: bool = True) -> None:
+        """``native``: run generated rows on the native CPU kernel where it builds (CPU pools of float32 or
+        bfloat16 only)."""
         if num_heads % num_kv_heads:
             raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
         self.pool = pool
@@ -97,18 +110,36 @@ class PagedAttention:
         self.group_size = num_heads // num_kv_heads
         self.scale = head_dim**-0.5
         self.tile_rows = tile_rows(l2_cache_bytes())  # sysfs is read on the first construction only
+        k0 = pool.k_cache[0]
+        applies = native and k0.device.type == "cpu" and k0.dtype in NATIVE_DTYPES
+        self.native = native_kernels() if applies else None
+
+    @property
+    def generated_kv_is_shareable(self) -> bool:
+        """True when a generated token's K/V has the bits a prompt row would give it (no native kernel)."""
+        return self.native is None
 
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
-        return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device)
+        return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device,
+                              by_row=self.native is not None)
 
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
         """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
         k_cache, v_cache = self.pool.k_cache[layer], self.pool.v_cache[layer]
         k_cache.index_copy_(0, plan.out_slots, k)
         v_cache.index_copy_(0, plan.out_slots, v)
-        if len(plan.groups) == 1 and plan.groups[0].out_index is None:
+        generated = plan.generated
+        if generated is not None:
+            rows = q if generated.token_index is None else q.index_select(0, generated.token_index)
+            by_row = self.native.decode_attention(rows, k_cache, v_cache, generated.slots, generated.begins,
+                                                  generated.ends, self.scale)
+            if generated.token_index is None:
+                return by_row
+        elif len(plan.groups) == 1 and plan.groups[0].out_index is None:
             return self._attend(q, k_cache, v_cache, plan.groups[0])
         out = q.new_empty(plan.num_tokens, self.num_heads * self.head_dim)
+        if generated is not None:
+            out[generated.token_index] = by_row
         for group in plan.groups:
             out[group.out_index if group.out_index is not None else slice(None)] = self._attend(q, k_cache, v_cache, group)
         return out

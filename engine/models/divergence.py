@@ -50,7 +50,7 @@ def teacher_forced_logits(runner, token_ids: list[int]) -> torch.Tensor:
         slots = pool.slots(pages)[: len(token_ids)]
         rows = []
         for i, token in enumerate(token_ids):
-            rows.append(runner.forward(make_forward_batch([[token]], [slots[: i + 1]]))[0])
+            rows.append(runner.forward(make_forward_batch([[token]], [slots[: i + 1]], is_generated=True))[0])
         return torch.stack(rows).cpu()
     finally:
         pool.free(pages)

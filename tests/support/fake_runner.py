@@ -45,6 +45,7 @@ class FakeRunner:
         self.batch_sizes: list[int] = []
         self.token_counts: list[int] = []  # new tokens per forward
         self.poison_token: int | None = POISON_TOKEN
+        self.generated_kv_is_shareable = True  # its "K/V" is the token and position, whoever computes it
 
     def forward(self, batch) -> torch.Tensor:
         batch.validate()

@@ -36,6 +36,8 @@ class FlashInferAttention:
         self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=self.device)
         self.wrappers: dict[int | None, object] = {}
 
+    generated_kv_is_shareable = True  # every row, prompt or generated, runs the same kernel
+
     def _wrapper(self, window: int | None):
         if window not in self.wrappers:
             self.wrappers[window] = flashinfer.BatchPrefillWithPagedKVCacheWrapper(self.workspace, kv_layout="NHD")

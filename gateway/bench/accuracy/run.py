@@ -116,7 +116,8 @@ def runner_steps(runner, prompts: list[list[int]], num_tokens: int,
         tokens = [[t] for t in step_logits[-1].argmax(-1).tolist()]
         for step in range(1, num_tokens):
             feed = [f[step - 1] for f in forced] if forced is not None else [t[-1] for t in tokens]
-            step_logits.append(runner.forward(make_forward_batch([[t] for t in feed], [s.extend(1) for s in seqs])))
+            step_logits.append(runner.forward(make_forward_batch([[t] for t in feed], [s.extend(1) for s in seqs],
+                                                                   is_generated=True)))
             for out, t in zip(tokens, step_logits[-1].argmax(-1).tolist()):
                 out.append(t)
         return tokens, torch.stack(step_logits, dim=1).cpu()

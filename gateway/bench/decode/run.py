@@ -86,7 +86,7 @@ def decode_pass(runner, prompts: list[list[int]], num_tokens: int, progress: Pro
         generated = [[t] for t in tokens]
         started, cpu_started = time.perf_counter(), time.process_time()
         for step in range(num_tokens):
-            batch = make_forward_batch([[t] for t in tokens], [s.extend(1) for s in seqs])
+            batch = make_forward_batch([[t] for t in tokens], [s.extend(1) for s in seqs], is_generated=True)
             tokens = choose(runner.forward(batch))
             for out, t in zip(generated, tokens):
                 out.append(t)

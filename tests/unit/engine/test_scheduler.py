@@ -4,7 +4,7 @@ import random
 import threading
 
 import pytest
-from tests.support.fake_runner import POISON_TOKEN, reference_greedy
+from tests.support.fake_runner import POISON_TOKEN, FakeRunner, reference_greedy
 
 from engine import EngineOverloadedError, PromptTooLongError, SamplingParams
 
@@ -90,6 +90,35 @@ def test_second_request_reuses_the_cached_prefix(make_engine):
     assert first.output_token_ids == second.output_token_ids == reference_greedy(prompt, 3)
     assert first.usage.cached_tokens == 0 and second.usage.cached_tokens == 28
     assert second.usage.computed_prefill_tokens == 1
+
+
+class PrivateReplyRunner(FakeRunner):
+    """A runner whose generated tokens' K/V has other bits than the same tokens as prompt rows (the native
+    decode kernel's case); it records which sequences each forward marks generated."""
+
+    def __init__(self, num_pages: int, page_size: int) -> None:
+        super().__init__(num_pages, page_size)
+        self.generated_kv_is_shareable = False
+        self.generated_flags: list[list[bool]] = []
+
+    def forward(self, batch):
+        self.generated_flags.append(list(batch.seq_is_generated))
+        return super().forward(batch)
+
+
+@pytest.mark.parametrize("runner_class, cached", [(FakeRunner, 36), (PrivateReplyRunner, 28)])
+def test_a_reply_is_reused_only_where_generated_kv_is_shareable(make_engine, runner_class, cached):
+    engine = make_engine(page_size=4, runner_class=runner_class)
+    prompt = list(range(1, 30))  # 29 tokens: 7 whole pages
+    first = engine.generate_sync(prompt, SamplingParams(max_tokens=8))
+    follow_up = prompt + first.output_token_ids + [5, 6]
+    second = engine.generate_sync(follow_up, SamplingParams(max_tokens=2))
+    # shareable: the prompt and the 7 fed replies (36 tokens, 9 pages); otherwise the prompt's 7 pages only
+    assert second.usage.cached_tokens == cached
+    assert second.output_token_ids == reference_greedy(follow_up, 2)
+    if runner_class is PrivateReplyRunner:
+        assert engine.runner.generated_flags[0] == [False]  # the prompt
+        assert all(flags == [True] for flags in engine.runner.generated_flags[1:8])  # its 7 decode steps
 
 
 def test_namespaces_do_not_share_cache(make_engine):

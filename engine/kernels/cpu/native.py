@@ -1,0 +1,61 @@
+"""radixgate's own CPU kernels (C++ next to this file), compiled for this CPU on first use.
+
+    native_kernels()   the compiled module, or None where it cannot be built (no compiler, a failed
+                       build, or RADIXGATE_NATIVE_KERNELS=0): callers then keep torch's kernels
+
+The build (torch.utils.cpp_extension, ~1 minute once) goes to torch's extension cache under a name that
+carries a hash of the sources, the compiler flags and this CPU's model and flags, so a cache shared by
+machines never hands one CPU a build for another's instruction set.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+SOURCES = (Path(__file__).with_name("decode_attention.cpp"),)
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast")
+ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
+
+
+def _cpu_signature() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    lines = [line for line in text.splitlines() if line.startswith(("model name", "flags"))]
+    return "\n".join(sorted(set(lines)))
+
+
+def build_name() -> str:
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
+    digest.update(" ".join(CFLAGS).encode())
+    digest.update(_cpu_signature().encode())
+    return f"radixgate_cpu_{digest.hexdigest()[:16]}"
+
+
+@functools.cache
+def native_kernels():
+    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        logger.info("%s=0: native CPU kernels off, torch's attention runs every row", ENV_SWITCH)
+        return None
+    from torch.utils.cpp_extension import load
+
+    started = time.perf_counter()
+    try:
+        module = load(name=build_name(), sources=[str(s) for s in SOURCES], extra_cflags=list(CFLAGS),
+                      verbose=False)
+    except Exception as exc:  # no compiler, missing headers, a failed build: keep torch's kernels
+        logger.warning("could not build radixgate's native CPU kernels (%s: %s); decode attention runs on "
+                       "torch's kernels", type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+        return None
+    logger.info("native CPU kernels ready in %.1f s", time.perf_counter() - started)
+    return module
