@@ -33,6 +33,7 @@ import os
 
 import torch
 
+from engine.kernels.row_split import RowSplit
 from engine.forward_batch import ForwardBatch
 from engine.kernels import QUANTIZATIONS, choose_dtype, choose_quantization, make_attention
 from engine.models.llama import LlamaModel, ModelShape
@@ -138,10 +139,15 @@ class ModelRunner:
         device = self.device
         plans_by_window = {w: self.attention.plan(batch, w, device) for w in set(self.model.windows)}
         plans = [plans_by_window[w] for w in self.model.windows]
-        logit_index = torch.tensor(batch.last_token_indices(), dtype=torch.long, device=device)
-        return self.model.forward(
-            batch.input_ids.to(device), batch.positions.to(device), self.attention, plans, logit_index
-        )
+        logit_tokens = batch.last_token_indices()
+        logit_index = torch.tensor(logit_tokens, dtype=torch.long, device=device)
+        rows = logit_rows = None
+        if batch.seq_is_generated is not None and any(batch.seq_is_generated):
+            is_generated = [flag for q_len, flag in zip(batch.seq_q_lens, batch.seq_is_generated) for _ in range(q_len)]
+            rows = RowSplit.of(is_generated, device)
+            logit_rows = RowSplit.of([is_generated[t] for t in logit_tokens], device)
+        return self.model.forward(batch.input_ids.to(device), batch.positions.to(device), self.attention, plans,
+                                  logit_index, rows, logit_rows)
 
     @classmethod
     def from_spec(

@@ -5,6 +5,7 @@
     choose_dtype(device, prefer)              the dtype "auto" stands for on that device
     choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
+    make_norm(eps, dtype, device)  RMSNorm, alone and after a residual add (engine.kernels.norm)
 
 Which kernel runs is decided here, once, at construction: oneDNN-packed linears on a CPU where
 oneDNN supports the dtype (engine.kernels.cpu), plain ``F.linear`` elsewhere (engine.kernels.linear);
@@ -29,10 +30,11 @@ from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
 from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
 from engine.kernels.linear import TorchLinear
+from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
 __all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype", "choose_quantization",
-           "make_attention", "make_linear"]
+           "make_attention", "make_linear", "make_norm", "RMSNorm"]
 
 PREFERENCES = ("speed", "accuracy")
 QUANTIZATIONS = ("none", "int8", "int4")  # and "auto": choose_quantization

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import Attention, Linear, make_linear
+from engine.kernels import Attention, Linear, make_linear, make_norm
+from engine.kernels.row_split import RowSplit, split_rows
 from engine.models.rope import RotaryTable, apply_rotary
 
 
@@ -98,6 +99,7 @@ class LlamaModel:
         self.device = torch.device(device)
         self.windows = layer_windows(config)
         self.act = activation(config)
+        self.norm_op = make_norm(self.shape.rms_norm_eps, dtype, self.device)
         get = lambda name: state_dict[name].to(device=self.device, dtype=dtype).contiguous()  # noqa: E731
         self.embed = get("model.embed_tokens.weight")  # (vocab, hidden)
         self.norm = get("model.norm.weight")
@@ -131,9 +133,6 @@ class LlamaModel:
             down=linear(get("mlp.down_proj.weight").contiguous(), opt("mlp.down_proj.bias")),
         )
 
-    def rms_norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), weight, self.shape.rms_norm_eps)
-
     def forward(
         self,
         input_ids: torch.Tensor,  # (T,) long
@@ -141,25 +140,30 @@ class LlamaModel:
         attention: Attention,
         plans: list,  # attention.plan(...) per layer (layers with the same window share one)
         logit_index: torch.Tensor,  # (num_rows,) long: tokens whose logits are returned
+        rows: RowSplit | None = None,  # which tokens are generated ones (their linears may run by row)
+        logit_rows: RowSplit | None = None,  # the same for the logit_index rows
     ) -> torch.Tensor:
         """Run all layers over the T new tokens; returns float32 logits (num_rows, vocab)."""
         s = self.shape
         num_tokens = input_ids.shape[0]
         q_width, kv_width = s.num_heads * s.head_dim, s.num_kv_heads * s.head_dim
         cos, sin = self.rotary.lookup(positions, self.dtype)  # (T, 1, rotary_dim)
-        hidden = F.embedding(input_ids, self.embed)  # (T, hidden)
+        hidden = F.embedding(input_ids, self.embed)  # (T, hidden); updated in place by each residual add
+        x = self.norm_op(hidden, self.layers[0].input_norm)
         for i, layer in enumerate(self.layers):
-            x = self.rms_norm(hidden, layer.input_norm)
-            qkv = layer.qkv(x)  # (T, (H + 2 KVH) D)
+            qkv = split_rows(rows, layer.qkv, x)  # (T, (H + 2 KVH) D)
             qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
             qk = apply_rotary(qk, cos, sin)
             q, k = qk[:, : s.num_heads], qk[:, s.num_heads :]
             v = qkv[:, q_width + kv_width :].view(num_tokens, s.num_kv_heads, s.head_dim)
             attn = attention.forward(i, q, k, v, plans[i])  # (T, H D)
-            hidden = hidden + layer.o_proj(attn)
-            x = self.rms_norm(hidden, layer.post_norm)
-            gate_up = layer.gate_up(x)  # (T, 2 I)
+            x = self.norm_op.add_(hidden, split_rows(rows, layer.o_proj, attn), layer.post_norm)
+            gate_up = split_rows(rows, layer.gate_up, x)  # (T, 2 I)
             gate, up = gate_up.chunk(2, dim=-1)
-            hidden = hidden + layer.down(self.act(gate) * up)
-        last = self.rms_norm(hidden.index_select(0, logit_index), self.norm)
-        return self.lm_head(last).float()
+            mlp = split_rows(rows, layer.down, self.act(gate) * up)
+            if i + 1 < len(self.layers):
+                x = self.norm_op.add_(hidden, mlp, self.layers[i + 1].input_norm)
+            else:
+                hidden.add_(mlp)
+        last = self.norm_op(hidden.index_select(0, logit_index), self.norm)
+        return split_rows(logit_rows, self.lm_head, last).float()

@@ -11,7 +11,7 @@
 // (max, sum, weighted values); partials are merged in chunk order. Every reduction runs over fixed lanes
 // in a fixed order, so the bits do not depend on the batch, the thread count or buffer addresses.
 // Scores, probabilities and the value sum stay float32; the output is rounded once to q's dtype.
-#include <torch/extension.h>
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -304,8 +304,4 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
     TORCH_CHECK(false, "decode_attention takes float32 or bfloat16, not ", q.scalar_type());
   }
   return out;
-}
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("decode_attention", &decode_attention, "attention of single query rows over the paged KV pool");
 }

@@ -19,8 +19,9 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-SOURCES = (Path(__file__).with_name("decode_attention.cpp"),)
-CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("native_bindings.cpp", "decode_attention.cpp", "rms_norm.cpp",
+                                                                       "dense_rows.cpp"))
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", "-fopenmp")
 ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
 
 

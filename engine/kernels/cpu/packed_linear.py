@@ -21,6 +21,10 @@ bfloat16 kernel changes its blocking with the row count (AMX), products are kept
 to one measured range of rows (engine.kernels.cpu.row_range): larger batches are
 cut into even pieces, smaller ones padded with copies of their last row.
 
+Generated rows (decode and verify) of a bfloat16 weight run instead on ``by_row``, the native
+lane-packed product (engine.kernels.cpu.row_linear), where it builds: oneDNN's set-up per call costs more
+than the weight's bytes at a few rows.
+
 The measurements behind these choices are in docs/performance.md.
 """
 
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.kernels.cpu.native import native_kernels
+from engine.kernels.cpu.row_linear import RowLinear
 from engine.kernels.cpu.row_range import ANY, RowRange, invariant_row_range, split_rows
 
 PACK_FOR_ROWS = 1024  # the row count oneDNN lays the weight out for; any count runs on it
@@ -69,7 +75,9 @@ class PackedLinear:
     (tests/unit/engine/kernels/test_packed_linear.py checks it wherever the suite runs), and the range
     measured for this shape for bfloat16 (engine.kernels.cpu.row_range)."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: RowRange | str = AUTO) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: RowRange | str = AUTO,
+                 by_row: bool = True) -> None:
+        """``by_row``: give bfloat16 weights the native kernel for generated rows where it builds."""
         weight = weight.contiguous()
         out_features, in_features = weight.shape
         self.bias = bias  # (out_features,) or None: fused into the first slice's product
@@ -80,6 +88,8 @@ class PackedLinear:
             rows = ANY if weight.dtype == torch.float32 else invariant_row_range(
                 PackedLinear, out_features, in_features, weight.dtype, torch.get_num_threads())
         self.rows = rows
+        native = native_kernels() if by_row and weight.dtype == torch.bfloat16 else None
+        self.by_row = RowLinear(native, weight, bias) if native is not None else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         pieces = split_rows(x.shape[0], self.rows.max_rows)

@@ -33,6 +33,7 @@ MODES = ("none", "int8", "int4")
 MIN_SPEEDUP = 1.2  # a quantized mode must be this much faster than the dense linear at one row
 MIN_BATCHED = 0.95  # ... and about as fast at least at every batched row count
 PROBE_ROWS = (1, 8, 64)  # batch-1 decode, a decode batch, a prefill piece
+DECODE_ROWS = (1, 8)  # timed on a linear's kernel for generated rows (``by_row``) where it has one
 PROBE_SHAPE = (2048, 1024)  # (out_features, in_features): 4 MiB in bfloat16
 NUM_COPIES = 16  # 64 MiB of bfloat16 weights (32 of int8): past the last-level cache of the CPUs seen
 PROBE_REPEATS = 3
@@ -77,6 +78,8 @@ def probe_linears(mode: str, dtype: torch.dtype) -> list:
 def probe_seconds(mode: str, dtype: torch.dtype, rows: int) -> float:
     """The best of PROBE_REPEATS timings of one ``rows``-row product on each of NUM_COPIES copies of the weight."""
     linears = probe_linears(mode, dtype)
+    if rows in DECODE_ROWS:
+        linears = [getattr(linear, "by_row", None) or linear for linear in linears]
     x = torch.randn(rows, PROBE_SHAPE[1], generator=torch.Generator().manual_seed(rows)).to(dtype)
     linears[0](x)  # the first call selects kernels and allocates scratch
     best = math.inf

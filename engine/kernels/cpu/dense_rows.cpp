@@ -1,0 +1,166 @@
+// Dense products for a few rows at a time (generated tokens: decode and verify rows), float32 or bfloat16.
+//
+// dense_rows(x (M, K), packed, n) -> (M, n): y = x . w_o for the weight w (n, K) laid out by pack_dense
+//   (engine.kernels.cpu.row_linear): blocks of 16 outputs, K innermost-but-one, the 16 outputs of a block
+//   across the vector lanes — float32 (n/16, K, 16); bfloat16 (n/16, K/2, 16, 2), a pair of inputs per lane
+//   (K padded to even, n to a multiple of 16, both with zeros).
+//
+// Contract: output o of row r is one lane of one accumulator, summed over K in order (bfloat16: pairs of
+// inputs per step, the CPU's dot-product instruction), rounded once to x's dtype. No horizontal reduction,
+// and no step depends on M, on the tile a row or output lands in, or on the thread: a row's bits never
+// depend on its batch. Each block of weights is read once per call for all rows, so a lone decode row costs
+// one pass over the weight at memory speed, where a matmul library pays its per-call set-up.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+constexpr int64_t LANES = 16;      // outputs per block
+constexpr int64_t TILE_BLOCKS = 4;  // blocks computed together (independent accumulators)
+constexpr int64_t TILE_ROWS = 4;
+
+inline float to_float(float v) { return v; }
+inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
+
+// rows [r, r + R) x blocks [b, b + C) of 16 outputs; x holds M rows of kpad inputs (bfloat16: kpad even)
+template <int R, int C, typename T>
+void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64_t n, T* out) {
+  const int64_t block_stride = kpad * LANES;  // elements per block of the packed weight
+#if defined(__AVX512F__)
+  __m512 acc[R][C];
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t k = 0; k < kpad; ++k) {
+      __m512 w[C];
+      for (int c = 0; c < C; ++c) w[c] = _mm512_loadu_ps(packed + (b + c) * block_stride + k * LANES);
+      for (int i = 0; i < R; ++i) {
+        const __m512 xv = _mm512_set1_ps(x[(r + i) * kpad + k]);
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_fmadd_ps(xv, w[c], acc[i][c]);
+      }
+    }
+  } else {
+#if defined(__AVX512BF16__)
+    for (int64_t k = 0; k < kpad; k += 2) {
+      __m512bh w[C];
+      for (int c = 0; c < C; ++c)
+        w[c] = (__m512bh)_mm512_loadu_si512(packed + (b + c) * block_stride + k * LANES);
+      for (int i = 0; i < R; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, x + (r + i) * kpad + k, sizeof(pair));
+        const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_dpbf16_ps(acc[i][c], xv, w[c]);
+      }
+    }
+#else
+    for (int64_t k = 0; k < kpad; k += 2) {  // the same pairs, widened: (x0 w0 + x1 w1) added per step
+      __m512 w0[C], w1[C];
+      for (int c = 0; c < C; ++c) {
+        const __m512i raw = _mm512_loadu_si512(packed + (b + c) * block_stride + k * LANES);
+        w0[c] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+        w1[c] = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m512 x0 = _mm512_set1_ps(to_float(x[(r + i) * kpad + k]));
+        const __m512 x1 = _mm512_set1_ps(to_float(x[(r + i) * kpad + k + 1]));
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_fmadd_ps(x1, w1[c], _mm512_mul_ps(x0, w0[c])));
+      }
+    }
+#endif
+  }
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) {
+      const int64_t first = (b + c) * LANES, count = std::min<int64_t>(LANES, n - first);
+      if (count <= 0) continue;
+      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      T* dst = out + (r + i) * n + first;
+      if constexpr (std::is_same_v<T, float>) {
+        _mm512_mask_storeu_ps(dst, mask, acc[i][c]);
+      } else {
+        alignas(64) float lanes[LANES];
+        _mm512_store_ps(lanes, acc[i][c]);
+        for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
+      }
+    }
+#else
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) {
+      float acc[LANES] = {0};
+      const T* w = packed + (b + c) * block_stride;
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t k = 0; k < kpad; ++k)
+          for (int64_t l = 0; l < LANES; ++l) acc[l] += x[(r + i) * kpad + k] * w[k * LANES + l];
+      } else {
+        for (int64_t k = 0; k < kpad; k += 2)
+          for (int64_t l = 0; l < LANES; ++l)
+            acc[l] += to_float(x[(r + i) * kpad + k]) * to_float(w[k * LANES + 2 * l]) +
+                      to_float(x[(r + i) * kpad + k + 1]) * to_float(w[k * LANES + 2 * l + 1]);
+      }
+      const int64_t first = (b + c) * LANES;
+      for (int64_t l = 0; l < LANES && first + l < n; ++l) out[(r + i) * n + first + l] = static_cast<T>(acc[l]);
+    }
+#endif
+}
+
+template <int R, typename T>
+void tile_rows(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t blocks, int64_t r, int64_t n, T* out) {
+  switch (blocks) {
+    case 4: tile<R, 4, T>(x, kpad, packed, b, r, n, out); break;
+    case 3: tile<R, 3, T>(x, kpad, packed, b, r, n, out); break;
+    case 2: tile<R, 2, T>(x, kpad, packed, b, r, n, out); break;
+    default: tile<R, 1, T>(x, kpad, packed, b, r, n, out); break;
+  }
+}
+
+template <typename T>
+void run(const at::Tensor& x, const at::Tensor& packed, int64_t n, at::Tensor& out) {
+  const int64_t m = x.size(0), k = x.size(1), kpad = packed.size(1) * (std::is_same_v<T, float> ? 1 : 2);
+  const int64_t num_blocks = packed.size(0);
+  std::vector<T> xs(m * kpad, static_cast<T>(0.0f));  // rows padded to kpad inputs
+  for (int64_t i = 0; i < m; ++i) std::memcpy(xs.data() + i * kpad, x.data_ptr<T>() + i * k, k * sizeof(T));
+  const T* pp = packed.data_ptr<T>();
+  T* op = out.data_ptr<T>();
+  const int64_t tasks = (num_blocks + TILE_BLOCKS - 1) / TILE_BLOCKS;
+  at::parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t b = task * TILE_BLOCKS, blocks = std::min(TILE_BLOCKS, num_blocks - b);
+      for (int64_t r = 0; r < m;) {
+        switch (std::min<int64_t>(TILE_ROWS, m - r)) {
+          case 4: tile_rows<4, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 4; break;
+          case 3: tile_rows<3, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 3; break;
+          case 2: tile_rows<2, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 2; break;
+          default: tile_rows<1, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 1; break;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+at::Tensor dense_rows(const at::Tensor& x, const at::Tensor& packed, int64_t n) {
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
+  TORCH_CHECK(x.scalar_type() == packed.scalar_type() && packed.is_contiguous() && packed.dim() == 3,
+              "packed must be contiguous and in x's dtype");
+  const bool is_float = x.scalar_type() == at::kFloat;
+  TORCH_CHECK(is_float || x.scalar_type() == at::kBFloat16, "dense_rows takes float32 or bfloat16");
+  const int64_t kpad = packed.size(1) * (is_float ? 1 : 2);
+  TORCH_CHECK(packed.size(2) == (is_float ? LANES : 2 * LANES) && x.size(1) <= kpad && kpad - x.size(1) < 2 &&
+              packed.size(0) * LANES >= n && n > (packed.size(0) - 1) * LANES, "packed does not fit x and n");
+  at::Tensor out = at::empty({x.size(0), n}, x.options());
+  if (is_float) {
+    run<float>(x, packed, n, out);
+  } else {
+    run<c10::BFloat16>(x, packed, n, out);
+  }
+  return out;
+}

@@ -1,0 +1,16 @@
+// The Python module of radixgate's native CPU kernels (engine.kernels.cpu.native builds it); one entry per
+// kernel, each documented in its own source file.
+#include <torch/extension.h>
+
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                            const at::Tensor& slots, const at::Tensor& begins, const at::Tensor& ends, double scale);
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+at::Tensor add_rms_norm(at::Tensor& hidden, const at::Tensor& delta, const at::Tensor& weight, double eps);
+at::Tensor dense_rows(const at::Tensor& x, const at::Tensor& packed, int64_t n);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("decode_attention", &decode_attention, "attention of single query rows over the paged KV pool");
+  m.def("rms_norm", &rms_norm, "RMSNorm of each row, float32 inside, rounded once");
+  m.def("dense_rows", &dense_rows, "x @ w.T for a few rows over a lane-packed weight, row-invariant");
+  m.def("add_rms_norm", &add_rms_norm, "hidden += delta (in place, rounded as torch's add), then rms_norm(hidden)");
+}
