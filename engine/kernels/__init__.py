@@ -5,7 +5,9 @@
     choose_dtype(device, prefer)              the dtype "auto" stands for on that device
     choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
-    make_norm(eps, dtype, device)  RMSNorm, alone and after a residual add (engine.kernels.norm)
+    make_norm(eps, native)      RMSNorm, alone and after a residual add (engine.kernels.norm)
+    native_ops(dtype, device)   radixgate's native CPU kernels for that dtype there (the rotary embedding
+                                among them), or None: the model then runs its torch ops
 
 Which kernel runs is decided here, once, at construction: oneDNN-packed linears on a CPU where
 oneDNN supports the dtype (engine.kernels.cpu), plain ``F.linear`` elsewhere (engine.kernels.linear);
@@ -26,6 +28,7 @@ import torch
 
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
+from engine.kernels.cpu.native import native_kernels
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
 from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
@@ -34,7 +37,7 @@ from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
 __all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype", "choose_quantization",
-           "make_attention", "make_linear", "make_norm", "RMSNorm"]
+           "make_attention", "make_linear", "make_norm", "native_ops", "RMSNorm"]
 
 PREFERENCES = ("speed", "accuracy")
 QUANTIZATIONS = ("none", "int8", "int4")  # and "auto": choose_quantization
@@ -74,6 +77,14 @@ def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantiza
     if packing_applies(weight.dtype, weight.device):
         return PackedLinear(weight, bias)
     return TorchLinear(weight, bias)
+
+
+def native_ops(dtype: torch.dtype, device: torch.device):
+    """The native CPU kernels (engine.kernels.cpu.native) for rows of ``dtype`` on ``device``: float32 and
+    bfloat16 on a CPU where they build; None elsewhere."""
+    if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16):
+        return None
+    return native_kernels()
 
 
 def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.kernels.cpu.native import native_kernels
-
-NATIVE_DTYPES = (torch.float32, torch.bfloat16)
 
 
 class RMSNorm:
@@ -34,6 +31,6 @@ class RMSNorm:
         return F.rms_norm(hidden, (hidden.shape[-1],), weight, self.eps)
 
 
-def make_norm(eps: float, dtype: torch.dtype, device: torch.device) -> RMSNorm:
-    native = native_kernels() if device.type == "cpu" and dtype in NATIVE_DTYPES else None
+def make_norm(eps: float, native) -> RMSNorm:
+    """``native``: engine.kernels.native_ops(dtype, device), or None for torch's F.rms_norm."""
     return RMSNorm(eps, native)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import Attention, Linear, make_linear, make_norm
+from engine.kernels import Attention, Linear, make_linear, make_norm, native_ops
 from engine.kernels.row_split import RowSplit, split_rows
 from engine.models.rope import RotaryTable, apply_rotary
 
@@ -99,7 +99,8 @@ class LlamaModel:
         self.device = torch.device(device)
         self.windows = layer_windows(config)
         self.act = activation(config)
-        self.norm_op = make_norm(self.shape.rms_norm_eps, dtype, self.device)
+        self.native = native_ops(dtype, self.device)  # radixgate's CPU kernels, or None: torch's ops
+        self.norm_op = make_norm(self.shape.rms_norm_eps, self.native)
         get = lambda name: state_dict[name].to(device=self.device, dtype=dtype).contiguous()  # noqa: E731
         self.embed = get("model.embed_tokens.weight")  # (vocab, hidden)
         self.norm = get("model.norm.weight")
@@ -147,20 +148,30 @@ class LlamaModel:
         s = self.shape
         num_tokens = input_ids.shape[0]
         q_width, kv_width = s.num_heads * s.head_dim, s.num_kv_heads * s.head_dim
-        cos, sin = self.rotary.lookup(positions, self.dtype)  # (T, 1, rotary_dim)
+        if self.native is not None:
+            cos, sin = self.rotary.lookup_float32(positions)  # (T, rotary_dim) float32
+        else:
+            cos, sin = self.rotary.lookup(positions, self.dtype)  # (T, 1, rotary_dim)
         hidden = F.embedding(input_ids, self.embed)  # (T, hidden); updated in place by each residual add
         x = self.norm_op(hidden, self.layers[0].input_norm)
         for i, layer in enumerate(self.layers):
             qkv = split_rows(rows, layer.qkv, x)  # (T, (H + 2 KVH) D)
-            qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
-            qk = apply_rotary(qk, cos, sin)
+            if self.native is not None:  # float32 inside, rounded once
+                qk = self.native.rotary(qkv, s.num_heads + s.num_kv_heads, s.head_dim, cos, sin)
+            else:
+                qk = qkv[:, : q_width + kv_width].view(num_tokens, s.num_heads + s.num_kv_heads, s.head_dim)
+                qk = apply_rotary(qk, cos, sin)
             q, k = qk[:, : s.num_heads], qk[:, s.num_heads :]
             v = qkv[:, q_width + kv_width :].view(num_tokens, s.num_kv_heads, s.head_dim)
             attn = attention.forward(i, q, k, v, plans[i])  # (T, H D)
             x = self.norm_op.add_(hidden, split_rows(rows, layer.o_proj, attn), layer.post_norm)
             gate_up = split_rows(rows, layer.gate_up, x)  # (T, 2 I)
-            gate, up = gate_up.chunk(2, dim=-1)
-            mlp = split_rows(rows, layer.down, self.act(gate) * up)
+            if self.native is not None and self.act is F.silu:  # float32 inside, rounded once
+                activated = self.native.silu_mul(gate_up)
+            else:
+                gate, up = gate_up.chunk(2, dim=-1)
+                activated = self.act(gate) * up
+            mlp = split_rows(rows, layer.down, activated)
             if i + 1 < len(self.layers):
                 x = self.norm_op.add_(hidden, mlp, self.layers[i + 1].input_norm)
             else:

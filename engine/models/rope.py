@@ -88,6 +88,11 @@ class RotaryTable:
             self._build(max(needed, 2 * self.cos.shape[0]))
         return self.cos[positions, None].to(dtype), self.signed_sin[positions, None].to(dtype)
 
+    def lookup_float32(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and signed sin as (T, rotary_dim) float32 rows (the native rotary kernel's tables)."""
+        cos, sin = self.lookup(positions, torch.float32)
+        return cos.squeeze(1), sin.squeeze(1)
+
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """x (T, heads, head_dim) rotated in its first rotary_dim channels (rotate-half convention).

@@ -19,8 +19,9 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-SOURCES = tuple(Path(__file__).with_name(name) for name in ("native_bindings.cpp", "decode_attention.cpp", "rms_norm.cpp",
-                                                                       "dense_rows.cpp"))
+SOURCE_NAMES = ("native_bindings.cpp", "decode_attention.cpp", "rms_norm.cpp", "rotary.cpp", "silu_mul.cpp",
+                "dense_rows.cpp", "int4_rows.cpp")
+SOURCES = tuple(Path(__file__).with_name(name) for name in SOURCE_NAMES)
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", "-fopenmp")
 ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
 

@@ -6,11 +6,18 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
                             const at::Tensor& slots, const at::Tensor& begins, const at::Tensor& ends, double scale);
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 at::Tensor add_rms_norm(at::Tensor& hidden, const at::Tensor& delta, const at::Tensor& weight, double eps);
+at::Tensor rotary(const at::Tensor& qkv, int64_t heads, int64_t head_dim, const at::Tensor& cos,
+                  const at::Tensor& signed_sin);
+at::Tensor silu_mul(const at::Tensor& gate_up);
 at::Tensor dense_rows(const at::Tensor& x, const at::Tensor& packed, int64_t n);
+at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("decode_attention", &decode_attention, "attention of single query rows over the paged KV pool");
   m.def("rms_norm", &rms_norm, "RMSNorm of each row, float32 inside, rounded once");
   m.def("dense_rows", &dense_rows, "x @ w.T for a few rows over a lane-packed weight, row-invariant");
+  m.def("int4_rows", &int4_rows, "x @ dequant(q).T for a few rows over lane-packed int4 weights, row-invariant");
+  m.def("rotary", &rotary, "rotary embedding of the q/k heads of fused q/k/v rows, float32 inside, rounded once");
+  m.def("silu_mul", &silu_mul, "silu(gate) * up over fused gate/up rows, float32 inside, rounded once");
   m.def("add_rms_norm", &add_rms_norm, "hidden += delta (in place, rounded as torch's add), then rms_norm(hidden)");
 }

@@ -9,6 +9,11 @@ float32, so a row's result depends only on that row (both kernels loop over rows
 gets the same bits in any batch; tests/unit/engine/kernels/test_quantized_linear.py checks it). What it
 costs in accuracy against the float32 model is what ``radixgate bench accuracy`` measures.
 
+Generated rows (decode and verify) of bfloat16 models run on ``by_row`` where the native kernels build
+(engine.kernels.cpu.row_linear): int4 on the same q, scale and zero, lane-packed; int8 on the bfloat16
+weight it was quantized from (a lane-packed bfloat16 pass beats torch's int8 kernel at a few rows, and is
+closer to the float32 model). Other bits than the prompt rows' product; the same for any batch.
+
 Rounding. int8 is symmetric (scale = max |w| / 127, zero at 0). int4 is asymmetric per group: the
 group's [min, max] maps onto 0..15 and the kernel reconstructs ``(q - 8) * scale + zero``, so ``zero``
 is stored as ``min + 8 * scale``.
@@ -18,13 +23,17 @@ from __future__ import annotations
 
 import torch
 
+from engine.kernels.cpu.native import native_kernels
+from engine.kernels.cpu.row_linear import Int4RowLinear, RowLinear
+
 GROUP_SIZE = 32  # int4 inputs per (scale, zero) pair; the in_features of every int4 weight must divide by it
 INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
 
 
 def int4_applies(weight: torch.Tensor) -> bool:
-    """True where the int4 kernel takes this (out_features, in_features) weight."""
-    return weight.shape[1] % GROUP_SIZE == 0
+    """True where the int4 kernel takes this (out_features, in_features) weight: whole groups of inputs, and
+    outputs in the multiples of 16 that torch's packing needs."""
+    return weight.shape[1] % GROUP_SIZE == 0 and weight.shape[0] % 16 == 0
 
 
 class Int8WeightLinear:
@@ -36,6 +45,8 @@ class Int8WeightLinear:
         self.qweight = (w / scales[:, None]).round().clamp(-127, 127).to(torch.int8).contiguous()
         self.scales = scales.to(weight.dtype)
         self.bias = bias  # (out_features,) or None
+        native = native_kernels() if weight.dtype == torch.bfloat16 else None
+        self.by_row = RowLinear(native, weight, bias) if native is not None else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.ops.aten._weight_int8pack_mm(x.contiguous(), self.qweight, self.scales)
@@ -59,6 +70,9 @@ class Int4WeightLinear:
         # (num_groups, out_features, 2): the layout the kernel reads
         self.scale_and_zero = torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous().to(weight.dtype)
         self.bias = bias
+        native = native_kernels() if weight.dtype == torch.bfloat16 else None
+        self.by_row = None if native is None else Int4RowLinear(
+            native, q.view(out_features, in_features), self.scale_and_zero[..., 0].T, self.scale_and_zero[..., 1].T, bias)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.ops.aten._weight_int4pack_mm_for_cpu(x.contiguous(), self.packed, GROUP_SIZE,

@@ -1,7 +1,10 @@
-"""The dense product of generated rows (decode and verify) on the native kernel (dense_rows.cpp).
+"""Products of generated rows (decode and verify) on the native kernels (dense_rows.cpp, int4_rows.cpp).
 
-    RowLinear(weight)   x -> x @ weight.T (+ bias) for a few rows, bfloat16, over a lane-packed copy of
-                        the weight: blocks of 16 outputs across the vector lanes, pairs of inputs per lane
+    RowLinear(native, weight)   x -> x @ weight.T (+ bias) for a few rows, bfloat16, over a lane-packed
+                                copy of the weight: blocks of 16 outputs across the vector lanes, pairs of
+                                inputs per lane
+    Int4RowLinear(native, q, scale, zero)   the same over int4 weights (torch's convention, the same q,
+                                scale and zero as engine.kernels.cpu.quantized_linear), lane-packed
 
 A row's bits depend only on that row (dense_rows.cpp states the contract), never on how many rows the call
 holds; they differ from the packed oneDNN product's, which keeps the prompt rows (engine.kernels.row_split
@@ -39,4 +42,35 @@ class RowLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = self.native.dense_rows(x.contiguous(), self.packed, self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
+INT4_GROUP = 32
+
+
+def pack_int4_lanes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """q (out, in) in 0..15, scale/zero (out, in / 32) bfloat16 -> nibbles (out/16, in/32, 16, 16) uint8 (block,
+    group, input pair, output lane; input 2p low, 2p + 1 high) and scale_zero (out/16, in/32, 2, 16)."""
+    out_features, in_features = q.shape
+    out_pad, groups = -(-out_features // LANES) * LANES, in_features // INT4_GROUP
+    q = F.pad(q.to(torch.uint8), (0, 0, 0, out_pad - out_features))
+    pairs = q.view(out_pad // LANES, LANES, groups, INT4_GROUP // 2, 2)
+    nibbles = (pairs[..., 0] | (pairs[..., 1] << 4)).permute(0, 2, 3, 1).contiguous()
+    scale_zero = torch.stack([F.pad(t, (0, 0, 0, out_pad - out_features)) for t in (scale, zero)], dim=1)
+    scale_zero = scale_zero.view(out_pad // LANES, LANES, 2, groups).permute(0, 3, 2, 1).contiguous()
+    return nibbles, scale_zero
+
+
+class Int4RowLinear:
+    """x (rows, in_features) bfloat16 -> (rows, out_features) + bias over int4 weights, on ``native``."""
+
+    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
+                 bias: torch.Tensor | None = None) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.nibbles, self.scale_zero = pack_int4_lanes(q, scale.to(torch.bfloat16), zero.to(torch.bfloat16))
+        self.bias = bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.native.int4_rows(x.contiguous(), self.nibbles, self.scale_zero, self.out_features)
         return out if self.bias is None else out + self.bias

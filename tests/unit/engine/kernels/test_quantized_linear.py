@@ -38,10 +38,30 @@ def test_a_rows_result_does_not_depend_on_its_batch(mode):
     assert torch.equal(together, alone)
 
 
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_generated_rows_take_a_by_row_kernel_close_to_the_product_and_batch_free(mode):
+    """bfloat16 weights: the by-row kernel (int4: the same quantized weights, lane-packed; int8: the bfloat16
+    weight) stays within the mode's error of the dense product, and a row's bits do not depend on its batch."""
+    weight, bias, x = gaussian(208, 96) / 10, gaussian(208, seed=1), gaussian(9, 96, seed=2)
+    linear = make_linear(weight.bfloat16(), bias.bfloat16(), quantization=mode)
+    assert linear.by_row is not None, "the native kernels must build where the tests run"
+    got = linear.by_row(x.bfloat16())
+    expected = x @ weight.T + bias
+    assert got.shape == (9, 208) and got.dtype == torch.bfloat16
+    assert (got.float() - expected).norm() / expected.norm() < MAX_RELATIVE_ERROR[mode]
+    if mode == "int4":  # the same weights as the product's: the two differ by float32 rounding only
+        assert (got.float() - linear(x.bfloat16()).float()).abs().max() < 0.05
+    for size in (1, 2, 4, 5):
+        pieces = torch.cat([linear.by_row(x[i : i + size].bfloat16()) for i in range(0, 9, size)])
+        assert torch.equal(pieces, got), size
+    assert make_linear(weight, quantization=mode).by_row is None  # float32 rows keep torch's kernels
+
+
 def test_make_linear_picks_the_kernel_per_mode_and_falls_back_to_int8_for_odd_widths():
     assert isinstance(make_linear(gaussian(64, 64), quantization="int8"), Int8WeightLinear)
     assert isinstance(make_linear(gaussian(64, 64), quantization="int4"), Int4WeightLinear)
     assert isinstance(make_linear(gaussian(64, 48), quantization="int4"), Int8WeightLinear)  # 48 % 32 != 0
+    assert isinstance(make_linear(gaussian(40, 64), quantization="int4"), Int8WeightLinear)  # 40 % 16 != 0
 
 
 def test_unknown_modes_and_non_cpu_weights_are_refused():

@@ -1,0 +1,210 @@
+// Weight-only int4 products for a few rows at a time (generated tokens: decode and verify rows).
+//
+// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_zero (n/16, K/32, 2, 16), n) -> (M, n)
+//   The weight of torch's int4 convention (engine.kernels.cpu.quantized_linear: 4-bit q, one (scale, zero)
+//   pair per 32 inputs of an output, w = (q - 8) * scale + zero), laid out by pack_int4_lanes
+//   (engine.kernels.cpu.row_linear): blocks of 16 outputs across the vector lanes; per block and group, 16
+//   input pairs, each 16 bytes (one per output: input 2p in the low nibble, 2p + 1 in the high one); then the
+//   group's 16 scales and 16 zeros. n is padded to a multiple of 16 with zeros.
+//   y_o = sum_g scale_og * (x_g . q_og) + sum_g (zero_og - 8 scale_og) * sum(x_g), float32, rounded once
+//   (bfloat16 rows with the dot-product instruction sum x_g . (128 + q_og) and take 128 scale_og back with
+//   the zero term: the widened weight is one bit operation away from the packed byte).
+//
+// Contract: output o of row r is one lane of one accumulator; each group's dot product is summed pair after
+// pair (bfloat16 rows: the CPU's bfloat16 dot-product step; float32 rows: two multiply-adds), scaled and
+// added to it in group order: no horizontal sums and no step that depends on M, the tile or the thread.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+constexpr int64_t LANES = 16;
+constexpr int64_t GROUP = 32;          // inputs per (scale, zero)
+constexpr int64_t PAIRS = GROUP / 2;   // input pairs per group
+constexpr int64_t GROUP_BYTES = PAIRS * LANES;  // nibble bytes per block and group
+constexpr int64_t TILE_BLOCKS = 4;
+constexpr int64_t TILE_ROWS = 4;
+#if defined(__AVX512BF16__)
+constexpr bool HAS_BF16_DOT = true;
+#else
+constexpr bool HAS_BF16_DOT = false;
+#endif
+
+inline float to_float(float v) { return v; }
+inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
+
+// rows [r, r + R) x blocks [b, b + C); x: M rows of k inputs; sums: M rows of k / GROUP group sums
+template <int R, int C, typename T>
+void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::BFloat16* sz, int64_t b, int64_t r,
+          int64_t n, T* out) {
+  const int64_t groups = k / GROUP;
+#if defined(__AVX512F__)
+  __m512 acc[R][C];
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+  const __m512i low_mask = _mm512_set1_epi32(0xF);
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512 part[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) part[i][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < PAIRS; ++p) {
+#if defined(__AVX512BF16__)
+      if constexpr (std::is_same_v<T, c10::BFloat16>) {
+        // the byte (q0 | q1 << 4) -> the bfloat16 pair (128 + q0, 128 + q1): bits 0x4300 | q, exact; the
+        // 128 * sum(x_g) this adds is taken back with the zero term below
+        __m512bh w[C];
+        for (int c = 0; c < C; ++c) {
+          const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(q + ((b + c) * groups + g) * GROUP_BYTES + p * LANES)));
+          const __m512i nibbles = _mm512_ternarylogic_epi32(bytes, _mm512_slli_epi32(bytes, 12),
+                                                            _mm512_set1_epi32(0x000F000F), 0xA8);  // (a | b) & c
+          w[c] = (__m512bh)_mm512_or_si512(nibbles, _mm512_set1_epi32(0x43004300));
+        }
+        for (int i = 0; i < R; ++i) {
+          int32_t pair;
+          std::memcpy(&pair, x + (r + i) * k + g * GROUP + 2 * p, sizeof(pair));
+          const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+          for (int c = 0; c < C; ++c) part[i][c] = _mm512_dpbf16_ps(part[i][c], xv, w[c]);
+        }
+        continue;
+      }
+#endif
+      __m512 w0[C], w1[C];
+      for (int c = 0; c < C; ++c) {
+        const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(q + ((b + c) * groups + g) * GROUP_BYTES + p * LANES)));
+        w0[c] = _mm512_cvtepi32_ps(_mm512_and_si512(bytes, low_mask));
+        w1[c] = _mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4));
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m512 x0 = _mm512_set1_ps(to_float(x[(r + i) * k + g * GROUP + 2 * p]));
+        const __m512 x1 = _mm512_set1_ps(to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]));
+        for (int c = 0; c < C; ++c) part[i][c] = _mm512_add_ps(part[i][c], _mm512_fmadd_ps(x1, w1[c], _mm512_mul_ps(x0, w0[c])));
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      const c10::BFloat16* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+      const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair))), 16));
+      const __m512 zero = _mm512_castsi512_ps(_mm512_slli_epi32(
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + LANES))), 16));
+      // zero - 8 scale, less 128 scale where the weights came as 128 + q (bfloat16 rows)
+      const float offset = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? 136.0f : 8.0f;
+      const __m512 low = _mm512_fnmadd_ps(_mm512_set1_ps(offset), scale, zero);
+      for (int i = 0; i < R; ++i) {
+        acc[i][c] = _mm512_fmadd_ps(part[i][c], scale, acc[i][c]);
+        acc[i][c] = _mm512_fmadd_ps(low, _mm512_set1_ps(sums[(r + i) * groups + g]), acc[i][c]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) {
+      const int64_t first = (b + c) * LANES, count = std::min<int64_t>(LANES, n - first);
+      if (count <= 0) continue;
+      T* dst = out + (r + i) * n + first;
+      if constexpr (std::is_same_v<T, float>) {
+        _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << count) - 1), acc[i][c]);
+      } else {
+        alignas(64) float lanes[LANES];
+        _mm512_store_ps(lanes, acc[i][c]);
+        for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
+      }
+    }
+#else
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < C; ++c) {
+      float acc[LANES] = {0};
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* qg = q + ((b + c) * groups + g) * GROUP_BYTES;
+        const c10::BFloat16* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+        for (int64_t l = 0; l < LANES; ++l) {
+          float part = 0.0f;
+          for (int64_t p = 0; p < PAIRS; ++p) {
+            const uint8_t byte = qg[p * LANES + l];
+            part += to_float(x[(r + i) * k + g * GROUP + 2 * p]) * static_cast<float>(byte & 0xF) +
+                    to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]) * static_cast<float>(byte >> 4);
+          }
+          const float scale = to_float(pair[l]), zero = to_float(pair[LANES + l]);
+          acc[l] += part * scale;
+          acc[l] += (zero - 8.0f * scale) * sums[(r + i) * groups + g];
+        }
+      }
+      const int64_t first = (b + c) * LANES;
+      for (int64_t l = 0; l < LANES && first + l < n; ++l) out[(r + i) * n + first + l] = static_cast<T>(acc[l]);
+    }
+#endif
+}
+
+template <int R, typename T>
+void tile_rows(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::BFloat16* sz, int64_t b,
+               int64_t blocks, int64_t r, int64_t n, T* out) {
+  switch (blocks) {
+    case 4: tile<R, 4, T>(x, sums, k, q, sz, b, r, n, out); break;
+    case 3: tile<R, 3, T>(x, sums, k, q, sz, b, r, n, out); break;
+    case 2: tile<R, 2, T>(x, sums, k, q, sz, b, r, n, out); break;
+    default: tile<R, 1, T>(x, sums, k, q, sz, b, r, n, out); break;
+  }
+}
+
+template <typename T>
+void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n, at::Tensor& out) {
+  const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
+  const T* xp = x.data_ptr<T>();
+  std::vector<float> sums(m * groups);  // sum(x_g) per row and group, pairs then pairs of pairs (a fixed order)
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t g = 0; g < groups; ++g) {
+      float lanes[LANES];
+      for (int64_t l = 0; l < LANES; ++l)
+        lanes[l] = to_float(xp[i * k + g * GROUP + l]) + to_float(xp[i * k + g * GROUP + l + LANES]);
+      for (int64_t width = LANES / 2; width > 0; width /= 2)
+        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+      sums[i * groups + g] = lanes[0];
+    }
+  const uint8_t* qp = q.data_ptr<uint8_t>();
+  const c10::BFloat16* szp = scale_zero.data_ptr<c10::BFloat16>();
+  T* op = out.data_ptr<T>();
+  const int64_t tasks = (num_blocks + TILE_BLOCKS - 1) / TILE_BLOCKS;
+  at::parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t b = task * TILE_BLOCKS, blocks = std::min(TILE_BLOCKS, num_blocks - b);
+      for (int64_t r = 0; r < m;) {
+        switch (std::min<int64_t>(TILE_ROWS, m - r)) {
+          case 4: tile_rows<4, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 4; break;
+          case 3: tile_rows<3, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 3; break;
+          case 2: tile_rows<2, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 2; break;
+          default: tile_rows<1, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 1; break;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n) {
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16, "x must be float32 or bfloat16");
+  const int64_t k = x.size(1), groups = k / GROUP;
+  TORCH_CHECK(k % GROUP == 0, "K must be a multiple of ", GROUP);
+  TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 4 && q.size(1) == groups &&
+              q.size(2) == PAIRS && q.size(3) == LANES, "q must be contiguous uint8 (n/16, K/32, 16, 16)");
+  TORCH_CHECK(scale_zero.scalar_type() == at::kBFloat16 && scale_zero.is_contiguous() &&
+              scale_zero.numel() == q.size(0) * groups * 2 * LANES, "scale_zero must be bfloat16 (n/16, K/32, 2, 16)");
+  TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
+  at::Tensor out = at::empty({x.size(0), n}, x.options());
+  if (x.scalar_type() == at::kFloat) {
+    run<float>(x, q, scale_zero, n, out);
+  } else {
+    run<c10::BFloat16>(x, q, scale_zero, n, out);
+  }
+  return out;
+}
