@@ -14,6 +14,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,16 +24,11 @@
 
 namespace {
 
+using radixgate::to_float;
+
 constexpr int64_t CHUNK = 256;  // keys per task
 constexpr int LANES = 16;       // the fixed width of every reduction
 
-inline float to_float(float x) { return x; }
-inline float to_float(c10::BFloat16 x) {
-  uint32_t bits = static_cast<uint32_t>(x.x) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 template <typename T>
 inline void load_row(const T* src, float* dst, int64_t d) {

@@ -13,6 +13,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -24,12 +26,12 @@
 
 namespace {
 
+using radixgate::to_float;
+
 constexpr int64_t LANES = 16;      // outputs per block
 constexpr int64_t TILE_BLOCKS = 4;  // blocks computed together (independent accumulators)
 constexpr int64_t TILE_ROWS = 4;
 
-inline float to_float(float v) { return v; }
-inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
 
 // rows [r, r + R) x blocks [b, b + C) of 16 outputs; x holds M rows of kpad inputs (bfloat16: kpad even)
 template <int R, int C, typename T>

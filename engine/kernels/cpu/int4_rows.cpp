@@ -16,6 +16,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -26,6 +28,8 @@
 #endif
 
 namespace {
+
+using radixgate::to_float;
 
 constexpr int64_t LANES = 16;
 constexpr int64_t GROUP = 32;          // inputs per (scale, zero)
@@ -39,8 +43,6 @@ constexpr bool HAS_BF16_DOT = true;
 constexpr bool HAS_BF16_DOT = false;
 #endif
 
-inline float to_float(float v) { return v; }
-inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
 
 // rows [r, r + R) x blocks [b, b + C); x: M rows of k inputs; sums: M rows of k / GROUP group sums
 template <int R, int C, typename T>

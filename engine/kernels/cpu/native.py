@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 SOURCE_NAMES = ("native_bindings.cpp", "decode_attention.cpp", "rms_norm.cpp", "rotary.cpp", "silu_mul.cpp",
                 "dense_rows.cpp", "int4_rows.cpp")
 SOURCES = tuple(Path(__file__).with_name(name) for name in SOURCE_NAMES)
+HEADERS = (Path(__file__).with_name("native_common.h"),)
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", "-fopenmp")
 ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
 
@@ -37,7 +38,7 @@ def _cpu_signature() -> str:
 
 def build_name() -> str:
     digest = hashlib.sha256()
-    for source in SOURCES:
+    for source in SOURCES + HEADERS:
         digest.update(source.read_bytes())
     digest.update(" ".join(CFLAGS).encode())
     digest.update(_cpu_signature().encode())

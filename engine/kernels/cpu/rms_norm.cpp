@@ -8,15 +8,17 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 #include <cmath>
 #include <cstring>
 
 namespace {
 
+using radixgate::to_float;
+
 constexpr int LANES = 16;
 
-inline float to_float(float x) { return x; }
-inline float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
 
 template <typename T>
 void norm_row(const T* x, const T* weight, T* out, int64_t h, float eps) {

@@ -8,10 +8,12 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 namespace {
 
-inline float to_float(float v) { return v; }
-inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
+using radixgate::to_float;
+
 
 template <typename T>
 void run(const at::Tensor& qkv, int64_t heads, int64_t d, const float* cos, const float* sin, int64_t r,

@@ -5,12 +5,14 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "native_common.h"
+
 #include <cmath>
 
 namespace {
 
-inline float to_float(float v) { return v; }
-inline float to_float(c10::BFloat16 v) { return static_cast<float>(v); }
+using radixgate::to_float;
+
 
 template <typename T>
 void run(const at::Tensor& gate_up, at::Tensor& out) {
