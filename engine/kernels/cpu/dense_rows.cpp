@@ -82,16 +82,7 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) {
       const int64_t first = (b + c) * LANES, count = std::min<int64_t>(LANES, n - first);
-      if (count <= 0) continue;
-      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
-      T* dst = out + (r + i) * n + first;
-      if constexpr (std::is_same_v<T, float>) {
-        _mm512_mask_storeu_ps(dst, mask, acc[i][c]);
-      } else {
-        alignas(64) float lanes[LANES];
-        _mm512_store_ps(lanes, acc[i][c]);
-        for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
-      }
+      if (count > 0) radixgate::store_lanes(out + (r + i) * n + first, acc[i][c], count);
     }
 #else
   for (int i = 0; i < R; ++i)

@@ -5,6 +5,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 namespace radixgate {
 
@@ -15,5 +20,19 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
   std::memcpy(&f, &bits, sizeof(f));
   return f;
 }
+
+#if defined(__AVX512F__)
+// the first ``count`` (1..16) float32 lanes of ``acc`` to dst, each rounded once to T
+template <typename T>
+inline void store_lanes(T* dst, __m512 acc, int64_t count) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << count) - 1), acc);
+  } else {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc);
+    for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
+  }
+}
+#endif
 
 }  // namespace radixgate
