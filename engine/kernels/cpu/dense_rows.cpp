@@ -29,8 +29,6 @@ namespace {
 using radixgate::to_float;
 
 constexpr int64_t LANES = 16;      // outputs per block
-constexpr int64_t TILE_BLOCKS = 4;  // blocks computed together (independent accumulators)
-constexpr int64_t TILE_ROWS = 4;
 
 
 // rows [r, r + R) x blocks [b, b + C) of 16 outputs; x holds M rows of kpad inputs (bfloat16: kpad even)
@@ -79,11 +77,7 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
     }
 #endif
   }
-  for (int i = 0; i < R; ++i)
-    for (int c = 0; c < C; ++c) {
-      const int64_t first = (b + c) * LANES, count = std::min<int64_t>(LANES, n - first);
-      if (count > 0) radixgate::store_lanes(out + (r + i) * n + first, acc[i][c], count);
-    }
+  radixgate::store_tile<R, C>(acc, out, r, b, n);
 #else
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) {
@@ -104,16 +98,6 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
 #endif
 }
 
-template <int R, typename T>
-void tile_rows(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t blocks, int64_t r, int64_t n, T* out) {
-  switch (blocks) {
-    case 4: tile<R, 4, T>(x, kpad, packed, b, r, n, out); break;
-    case 3: tile<R, 3, T>(x, kpad, packed, b, r, n, out); break;
-    case 2: tile<R, 2, T>(x, kpad, packed, b, r, n, out); break;
-    default: tile<R, 1, T>(x, kpad, packed, b, r, n, out); break;
-  }
-}
-
 template <typename T>
 void run(const at::Tensor& x, const at::Tensor& packed, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), kpad = packed.size(1) * (std::is_same_v<T, float> ? 1 : 2);
@@ -122,19 +106,8 @@ void run(const at::Tensor& x, const at::Tensor& packed, int64_t n, at::Tensor& o
   for (int64_t i = 0; i < m; ++i) std::memcpy(xs.data() + i * kpad, x.data_ptr<T>() + i * k, k * sizeof(T));
   const T* pp = packed.data_ptr<T>();
   T* op = out.data_ptr<T>();
-  const int64_t tasks = (num_blocks + TILE_BLOCKS - 1) / TILE_BLOCKS;
-  at::parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t task = lo; task < hi; ++task) {
-      const int64_t b = task * TILE_BLOCKS, blocks = std::min(TILE_BLOCKS, num_blocks - b);
-      for (int64_t r = 0; r < m;) {
-        switch (std::min<int64_t>(TILE_ROWS, m - r)) {
-          case 4: tile_rows<4, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 4; break;
-          case 3: tile_rows<3, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 3; break;
-          case 2: tile_rows<2, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 2; break;
-          default: tile_rows<1, T>(xs.data(), kpad, pp, b, blocks, r, n, op); r += 1; break;
-        }
-      }
-    }
+  radixgate::for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
+    tile<R, C, T>(xs.data(), kpad, pp, b, r, n, op);
   });
 }
 

@@ -35,8 +35,6 @@ constexpr int64_t LANES = 16;
 constexpr int64_t GROUP = 32;          // inputs per (scale, zero)
 constexpr int64_t PAIRS = GROUP / 2;   // input pairs per group
 constexpr int64_t GROUP_BYTES = PAIRS * LANES;  // nibble bytes per block and group
-constexpr int64_t TILE_BLOCKS = 4;
-constexpr int64_t TILE_ROWS = 4;
 #if defined(__AVX512BF16__)
 constexpr bool HAS_BF16_DOT = true;
 #else
@@ -108,11 +106,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       }
     }
   }
-  for (int i = 0; i < R; ++i)
-    for (int c = 0; c < C; ++c) {
-      const int64_t first = (b + c) * LANES, count = std::min<int64_t>(LANES, n - first);
-      if (count > 0) radixgate::store_lanes(out + (r + i) * n + first, acc[i][c], count);
-    }
+  radixgate::store_tile<R, C>(acc, out, r, b, n);
 #else
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) {
@@ -138,17 +132,6 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
 #endif
 }
 
-template <int R, typename T>
-void tile_rows(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::BFloat16* sz, int64_t b,
-               int64_t blocks, int64_t r, int64_t n, T* out) {
-  switch (blocks) {
-    case 4: tile<R, 4, T>(x, sums, k, q, sz, b, r, n, out); break;
-    case 3: tile<R, 3, T>(x, sums, k, q, sz, b, r, n, out); break;
-    case 2: tile<R, 2, T>(x, sums, k, q, sz, b, r, n, out); break;
-    default: tile<R, 1, T>(x, sums, k, q, sz, b, r, n, out); break;
-  }
-}
-
 template <typename T>
 void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
@@ -166,19 +149,8 @@ void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero,
   const uint8_t* qp = q.data_ptr<uint8_t>();
   const c10::BFloat16* szp = scale_zero.data_ptr<c10::BFloat16>();
   T* op = out.data_ptr<T>();
-  const int64_t tasks = (num_blocks + TILE_BLOCKS - 1) / TILE_BLOCKS;
-  at::parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t task = lo; task < hi; ++task) {
-      const int64_t b = task * TILE_BLOCKS, blocks = std::min(TILE_BLOCKS, num_blocks - b);
-      for (int64_t r = 0; r < m;) {
-        switch (std::min<int64_t>(TILE_ROWS, m - r)) {
-          case 4: tile_rows<4, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 4; break;
-          case 3: tile_rows<3, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 3; break;
-          case 2: tile_rows<2, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 2; break;
-          default: tile_rows<1, T>(xp, sums.data(), k, qp, szp, b, blocks, r, n, op); r += 1; break;
-        }
-      }
-    }
+  radixgate::for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
+    tile<R, C, T>(xp, sums.data(), k, qp, szp, b, r, n, op);
   });
 }
 
