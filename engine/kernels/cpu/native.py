@@ -52,6 +52,7 @@ def native_kernels():
         return None
     from torch.utils.cpp_extension import load
 
+    logger.info("loading radixgate's native CPU kernels (the first use on a machine compiles them: ~1 minute)")
     started = time.perf_counter()
     try:
         module = load(name=build_name(), sources=[str(s) for s in SOURCES], extra_cflags=list(CFLAGS),
