@@ -28,7 +28,7 @@ import torch
 
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
-from engine.kernels.cpu.native import native_kernels
+from engine.kernels.cpu.native import native_for as native_ops
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
 from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
@@ -77,14 +77,6 @@ def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantiza
     if packing_applies(weight.dtype, weight.device):
         return PackedLinear(weight, bias)
     return TorchLinear(weight, bias)
-
-
-def native_ops(dtype: torch.dtype, device: torch.device):
-    """The native CPU kernels (engine.kernels.cpu.native) for rows of ``dtype`` on ``device``: float32 and
-    bfloat16 on a CPU where they build; None elsewhere."""
-    if device.type != "cpu" or dtype not in (torch.float32, torch.bfloat16):
-        return None
-    return native_kernels()
 
 
 def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:

@@ -49,9 +49,7 @@ import torch
 from engine.forward_batch import ForwardBatch
 from engine.kernels.attention_plan import BLOCK, AttentionGroup, AttentionPlan, plan_attention
 from engine.kernels.cpu.cpu_info import l2_cache_bytes
-from engine.kernels.cpu.native import native_kernels
-
-NATIVE_DTYPES = (torch.float32, torch.bfloat16)
+from engine.kernels.cpu.native import native_for
 
 __all__ = ["AttentionPlan", "PagedAttention"]
 
@@ -111,8 +109,7 @@ class PagedAttention:
         self.scale = head_dim**-0.5
         self.tile_rows = tile_rows(l2_cache_bytes())  # sysfs is read on the first construction only
         k0 = pool.k_cache[0]
-        applies = native and k0.device.type == "cpu" and k0.dtype in NATIVE_DTYPES
-        self.native = native_kernels() if applies else None
+        self.native = native_for(k0.dtype, k0.device) if native else None
 
     @property
     def generated_kv_is_shareable(self) -> bool:

@@ -2,6 +2,7 @@
 
     native_kernels()   the compiled module, or None where it cannot be built (no compiler, a failed
                        build, or RADIXGATE_NATIVE_KERNELS=0): callers then keep torch's kernels
+    native_for(dtype, device)   the module for rows of that dtype there: float32 and bfloat16 on a CPU
 
 The build (torch.utils.cpp_extension, ~1 minute once) goes to torch's extension cache under a name that
 carries a hash of the sources, the compiler flags and this CPU's model and flags, so a cache shared by
@@ -16,6 +17,8 @@ import logging
 import os
 import time
 from pathlib import Path
+
+import torch
 
 logger = logging.getLogger(__name__)
 
@@ -63,3 +66,10 @@ def native_kernels():
         return None
     logger.info("native CPU kernels ready in %.1f s", time.perf_counter() - started)
     return module
+
+
+def native_for(dtype: torch.dtype, device: torch.device):
+    """native_kernels() for float32 or bfloat16 rows on a CPU; None for any other dtype or device."""
+    if torch.device(device).type != "cpu" or dtype not in (torch.float32, torch.bfloat16):
+        return None
+    return native_kernels()
