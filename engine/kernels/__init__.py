@@ -29,10 +29,9 @@ import torch
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
 from engine.kernels.cpu.native import native_for as native_ops
-from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
+from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
 from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
-from engine.kernels.linear import TorchLinear
 from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
@@ -74,9 +73,7 @@ def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantiza
         return Int4WeightLinear(weight, bias)
     if quantization != "none":
         return Int8WeightLinear(weight, bias)
-    if packing_applies(weight.dtype, weight.device):
-        return PackedLinear(weight, bias)
-    return TorchLinear(weight, bias)
+    return dense_linear(weight, bias)
 
 
 def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:

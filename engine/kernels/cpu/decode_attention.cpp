@@ -83,30 +83,22 @@ struct Partial {  // one task's softmax state per query head of its group: max, 
   float* values;
 };
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
+#if defined(RADIXGATE_VEC16)
+using radixgate::f32x16;
+using namespace radixgate;
 
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const c10::BFloat16* p) {
-  const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-
-inline __m512 exp16_nonpositive(__m512 x) {  // exp_nonpositive on 16 lanes, the same steps
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f),
-                                   _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+inline f32x16 exp16_nonpositive(f32x16 x) {  // exp_nonpositive on 16 lanes, the same steps
+  x = max16(x, set16(-87.0f));
+  const f32x16 n = floor16(fma16(x, set16(1.44269504088896341f), set16(0.5f)));
+  const f32x16 r = fma16(n, set16(2.12194440e-4f), fnma16(n, set16(0.693359375f), x));
+  f32x16 p = set16(1.9875691500e-4f);
+  p = fma16(p, r, set16(1.3981999507e-3f));
+  p = fma16(p, r, set16(8.3334519073e-3f));
+  p = fma16(p, r, set16(4.1665795894e-2f));
+  p = fma16(p, r, set16(1.6666665459e-1f));
+  p = fma16(p, r, set16(5.0000001201e-1f));
+  p = fma16(mul16(p, r), r, add16(r, set16(1.0f)));
+  return mul16(p, pow2_16(n));
 }
 
 constexpr int64_t MAX_VECTORS = 8;  // head_dim up to 128 on this path
@@ -116,61 +108,62 @@ inline bool fast_path_applies(int64_t d, int64_t group) {
   return d % 16 == 0 && d / 16 <= MAX_VECTORS && group <= MAX_GROUP;
 }
 
-// The AVX-512 chunk: scores as one 16-lane product per key (reduced by the same shuffle tree every time),
-// exp on 16 lanes, the sum and the values accumulated lane-wise in key order.
+// The vector chunk: scores as one 16-lane product per key (reduced by the same tree every time), exp on 16
+// lanes, the sum and the values accumulated lane-wise in key order.
 template <typename T>
 void attend_chunk_fast(const float* q, const T* k_cache, const T* v_cache, const int64_t* slots, int64_t num_keys,
                        int64_t kv_head, int64_t num_kv_heads, int64_t group, int64_t d, float* scores, Partial out) {
   const int64_t nv = d / 16;
-  __m512 qv[MAX_GROUP * MAX_VECTORS];
+  f32x16 qv[MAX_GROUP * MAX_VECTORS];
   for (int64_t g = 0; g < group; ++g)
-    for (int64_t v = 0; v < nv; ++v) qv[g * nv + v] = _mm512_loadu_ps(q + g * d + v * 16);
+    for (int64_t v = 0; v < nv; ++v) qv[g * nv + v] = load16(q + g * d + v * 16);
   for (int64_t j = 0; j < num_keys; ++j) {
     const T* key = k_cache + (slots[j] * num_kv_heads + kv_head) * d;
-    __m512 kv[MAX_VECTORS];
+    f32x16 kv[MAX_VECTORS];
     for (int64_t v = 0; v < nv; ++v) kv[v] = load16(key + v * 16);
     for (int64_t g = 0; g < group; ++g) {
-      __m512 acc = _mm512_mul_ps(qv[g * nv], kv[0]);
-      for (int64_t v = 1; v < nv; ++v) acc = _mm512_fmadd_ps(qv[g * nv + v], kv[v], acc);
-      scores[g * num_keys + j] = _mm512_reduce_add_ps(acc);
+      f32x16 acc = mul16(qv[g * nv], kv[0]);
+      for (int64_t v = 1; v < nv; ++v) acc = fma16(qv[g * nv + v], kv[v], acc);
+      scores[g * num_keys + j] = reduce_add16(acc);
     }
   }
-  const int64_t full = num_keys / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (num_keys - full)) - 1);
+  const int64_t full = num_keys / 16 * 16, tail = num_keys - full;
   for (int64_t g = 0; g < group; ++g) {
     float* s = scores + g * num_keys;
-    __m512 top = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < full; j += 16) top = _mm512_max_ps(top, _mm512_loadu_ps(s + j));
-    if (tail) top = _mm512_max_ps(top, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, s + full));
-    const float m = _mm512_reduce_max_ps(top);
-    const __m512 mv = _mm512_set1_ps(m);
-    __m512 sum = _mm512_setzero_ps();
+    f32x16 top = set16(-INFINITY);
+    for (int64_t j = 0; j < full; j += 16) top = max16(top, load16(s + j));
+    if (tail) top = max16(top, load_first16(s + full, tail, -INFINITY));
+    const float m = reduce_max16(top);
+    const f32x16 mv = set16(m);
+    f32x16 sum = zero16();
     for (int64_t j = 0; j < full; j += 16) {
-      const __m512 e = exp16_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
-      _mm512_storeu_ps(s + j, e);
-      sum = _mm512_add_ps(sum, e);
+      const f32x16 e = exp16_nonpositive(sub16(load16(s + j), mv));
+      store16(s + j, e);
+      sum = add16(sum, e);
     }
     if (tail) {
-      const __m512 e = _mm512_maskz_mov_ps(tail, exp16_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, s + full), mv)));
-      _mm512_mask_storeu_ps(s + full, tail, e);
-      sum = _mm512_add_ps(sum, e);
+      const f32x16 e = keep_first16(exp16_nonpositive(sub16(load_first16(s + full, tail, 0.0f), mv)), tail);
+      alignas(64) float lanes[16];
+      store16(lanes, e);
+      std::memcpy(s + full, lanes, tail * sizeof(float));
+      sum = add16(sum, e);
     }
     out.max[g] = m;
-    out.sum[g] = _mm512_reduce_add_ps(sum);
+    out.sum[g] = reduce_add16(sum);
   }
-  __m512 acc[MAX_GROUP * MAX_VECTORS];
-  for (int64_t i = 0; i < group * nv; ++i) acc[i] = _mm512_setzero_ps();
+  f32x16 acc[MAX_GROUP * MAX_VECTORS];
+  for (int64_t i = 0; i < group * nv; ++i) acc[i] = zero16();
   for (int64_t j = 0; j < num_keys; ++j) {
     const T* value = v_cache + (slots[j] * num_kv_heads + kv_head) * d;
-    __m512 vv[MAX_VECTORS];
+    f32x16 vv[MAX_VECTORS];
     for (int64_t v = 0; v < nv; ++v) vv[v] = load16(value + v * 16);
     for (int64_t g = 0; g < group; ++g) {
-      const __m512 p = _mm512_set1_ps(scores[g * num_keys + j]);
-      for (int64_t v = 0; v < nv; ++v) acc[g * nv + v] = _mm512_fmadd_ps(p, vv[v], acc[g * nv + v]);
+      const f32x16 p = set16(scores[g * num_keys + j]);
+      for (int64_t v = 0; v < nv; ++v) acc[g * nv + v] = fma16(p, vv[v], acc[g * nv + v]);
     }
   }
   for (int64_t g = 0; g < group; ++g)
-    for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(out.values + g * d + v * 16, acc[g * nv + v]);
+    for (int64_t v = 0; v < nv; ++v) store16(out.values + g * d + v * 16, acc[g * nv + v]);
 }
 #else
 inline bool fast_path_applies(int64_t, int64_t) { return false; }
@@ -179,7 +172,7 @@ void attend_chunk_fast(const float*, const T*, const T*, const int64_t*, int64_t
                        float*, Partial) {}
 #endif
 
-// The portable chunk: the same steps on LANES fixed lanes, for CPUs without AVX-512 and odd head shapes.
+// The portable chunk: the same steps on LANES fixed lanes, for CPUs without AVX2 and odd head shapes.
 template <typename T>
 void attend_chunk(const float* q, const T* k_cache, const T* v_cache, const int64_t* slots, int64_t num_keys,
                   int64_t kv_head, int64_t num_kv_heads, int64_t group, int64_t d, float* scores, float* row,

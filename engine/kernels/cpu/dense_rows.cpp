@@ -1,52 +1,60 @@
 // Dense products for a few rows at a time (generated tokens: decode and verify rows), float32 or bfloat16.
 //
-// dense_rows(x (M, K), packed, n) -> (M, n): y = x . w_o for the weight w (n, K) laid out by pack_dense
+// dense_rows(x (M, K), packed, n) -> (M, n): y = x . w_o for the weight w (n, K) laid out by pack_lanes
 //   (engine.kernels.cpu.row_linear): blocks of 16 outputs, K innermost-but-one, the 16 outputs of a block
 //   across the vector lanes — float32 (n/16, K, 16); bfloat16 (n/16, K/2, 16, 2), a pair of inputs per lane
 //   (K padded to even, n to a multiple of 16, both with zeros).
 //
-// Contract: output o of row r is one lane of one accumulator, summed over K in order (bfloat16: pairs of
-// inputs per step, the CPU's dot-product instruction), rounded once to x's dtype. No horizontal reduction,
-// and no step depends on M, on the tile a row or output lands in, or on the thread: a row's bits never
-// depend on its batch. Each block of weights is read once per call for all rows, so a lone decode row costs
-// one pass over the weight at memory speed, where a matmul library pays its per-call set-up.
+// Contract: output o of row r is one lane of one accumulator, summed over K in order, rounded once to x's
+// dtype. float32 sums slices of FLOAT_SLICE inputs, each its own chain, added in order (a chain's rounding
+// error grows with its length); bfloat16 adds pairs of inputs per step (the CPU's dot-product instruction
+// where it has one). No horizontal reduction, and no step depends on M, on the tile a row or output lands
+// in, or on the thread: a row's bits never depend on its batch. Each block of weights is read once per call
+// for all rows, so a lone decode row costs one pass over the weight at memory speed, where a matmul library
+// pays its per-call set-up.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include "native_common.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
 using radixgate::to_float;
 
 constexpr int64_t LANES = 16;      // outputs per block
+constexpr int64_t FLOAT_SLICE = 256;  // float32: inputs per partial sum (partials added in order)
 
 
 // rows [r, r + R) x blocks [b, b + C) of 16 outputs; x holds M rows of kpad inputs (bfloat16: kpad even)
 template <int R, int C, typename T>
 void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64_t n, T* out) {
   const int64_t block_stride = kpad * LANES;  // elements per block of the packed weight
-#if defined(__AVX512F__)
-  __m512 acc[R][C];
+#if defined(RADIXGATE_VEC16)
+  using namespace radixgate;
+  f32x16 acc[R][C];
   for (int i = 0; i < R; ++i)
-    for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    for (int c = 0; c < C; ++c) acc[i][c] = zero16();
   if constexpr (std::is_same_v<T, float>) {
-    for (int64_t k = 0; k < kpad; ++k) {
-      __m512 w[C];
-      for (int c = 0; c < C; ++c) w[c] = _mm512_loadu_ps(packed + (b + c) * block_stride + k * LANES);
-      for (int i = 0; i < R; ++i) {
-        const __m512 xv = _mm512_set1_ps(x[(r + i) * kpad + k]);
-        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_fmadd_ps(xv, w[c], acc[i][c]);
+    for (int64_t k0 = 0; k0 < kpad; k0 += FLOAT_SLICE) {
+      f32x16 part[R][C];
+      for (int i = 0; i < R; ++i)
+        for (int c = 0; c < C; ++c) part[i][c] = zero16();
+      for (int64_t k = k0; k < std::min(kpad, k0 + FLOAT_SLICE); ++k) {
+        f32x16 w[C];
+        for (int c = 0; c < C; ++c) w[c] = load16(packed + (b + c) * block_stride + k * LANES);
+        for (int i = 0; i < R; ++i) {
+          const f32x16 xv = set16(x[(r + i) * kpad + k]);
+          for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, w[c], part[i][c]);
+        }
       }
+      for (int i = 0; i < R; ++i)
+        for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], part[i][c]);
     }
   } else {
 #if defined(__AVX512BF16__)
@@ -63,16 +71,12 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
     }
 #else
     for (int64_t k = 0; k < kpad; k += 2) {  // the same pairs, widened: (x0 w0 + x1 w1) added per step
-      __m512 w0[C], w1[C];
-      for (int c = 0; c < C; ++c) {
-        const __m512i raw = _mm512_loadu_si512(packed + (b + c) * block_stride + k * LANES);
-        w0[c] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
-        w1[c] = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
-      }
+      f32x16 w0[C], w1[C];
+      for (int c = 0; c < C; ++c) widen_pairs16(packed + (b + c) * block_stride + k * LANES, w0[c], w1[c]);
       for (int i = 0; i < R; ++i) {
-        const __m512 x0 = _mm512_set1_ps(to_float(x[(r + i) * kpad + k]));
-        const __m512 x1 = _mm512_set1_ps(to_float(x[(r + i) * kpad + k + 1]));
-        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_fmadd_ps(x1, w1[c], _mm512_mul_ps(x0, w0[c])));
+        const f32x16 x0 = set16(to_float(x[(r + i) * kpad + k]));
+        const f32x16 x1 = set16(to_float(x[(r + i) * kpad + k + 1]));
+        for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], fma16(x1, w1[c], mul16(x0, w0[c])));
       }
     }
 #endif
@@ -84,8 +88,12 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
       float acc[LANES] = {0};
       const T* w = packed + (b + c) * block_stride;
       if constexpr (std::is_same_v<T, float>) {
-        for (int64_t k = 0; k < kpad; ++k)
-          for (int64_t l = 0; l < LANES; ++l) acc[l] += x[(r + i) * kpad + k] * w[k * LANES + l];
+        for (int64_t k0 = 0; k0 < kpad; k0 += FLOAT_SLICE) {
+          float part[LANES] = {0};
+          for (int64_t k = k0; k < std::min(kpad, k0 + FLOAT_SLICE); ++k)
+            for (int64_t l = 0; l < LANES; ++l) part[l] += x[(r + i) * kpad + k] * w[k * LANES + l];
+          for (int64_t l = 0; l < LANES; ++l) acc[l] += part[l];
+        }
       } else {
         for (int64_t k = 0; k < kpad; k += 2)
           for (int64_t l = 0; l < LANES; ++l)

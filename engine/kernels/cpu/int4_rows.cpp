@@ -23,10 +23,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 namespace {
 
 using radixgate::to_float;
@@ -47,15 +43,15 @@ template <int R, int C, typename T>
 void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::BFloat16* sz, int64_t b, int64_t r,
           int64_t n, T* out) {
   const int64_t groups = k / GROUP;
-#if defined(__AVX512F__)
-  __m512 acc[R][C];
+#if defined(RADIXGATE_VEC16)
+  using namespace radixgate;
+  f32x16 acc[R][C];
   for (int i = 0; i < R; ++i)
-    for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
-  const __m512i low_mask = _mm512_set1_epi32(0xF);
+    for (int c = 0; c < C; ++c) acc[i][c] = zero16();
   for (int64_t g = 0; g < groups; ++g) {
-    __m512 part[R][C];
+    f32x16 part[R][C];
     for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) part[i][c] = _mm512_setzero_ps();
+      for (int c = 0; c < C; ++c) part[i][c] = zero16();
     for (int64_t p = 0; p < PAIRS; ++p) {
 #if defined(__AVX512BF16__)
       if constexpr (std::is_same_v<T, c10::BFloat16>) {
@@ -78,31 +74,23 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
         continue;
       }
 #endif
-      __m512 w0[C], w1[C];
-      for (int c = 0; c < C; ++c) {
-        const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(q + ((b + c) * groups + g) * GROUP_BYTES + p * LANES)));
-        w0[c] = _mm512_cvtepi32_ps(_mm512_and_si512(bytes, low_mask));
-        w1[c] = _mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4));
-      }
+      f32x16 w0[C], w1[C];
+      for (int c = 0; c < C; ++c) nibbles16(q + ((b + c) * groups + g) * GROUP_BYTES + p * LANES, w0[c], w1[c]);
       for (int i = 0; i < R; ++i) {
-        const __m512 x0 = _mm512_set1_ps(to_float(x[(r + i) * k + g * GROUP + 2 * p]));
-        const __m512 x1 = _mm512_set1_ps(to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]));
-        for (int c = 0; c < C; ++c) part[i][c] = _mm512_add_ps(part[i][c], _mm512_fmadd_ps(x1, w1[c], _mm512_mul_ps(x0, w0[c])));
+        const f32x16 x0 = set16(to_float(x[(r + i) * k + g * GROUP + 2 * p]));
+        const f32x16 x1 = set16(to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]));
+        for (int c = 0; c < C; ++c) part[i][c] = add16(part[i][c], fma16(x1, w1[c], mul16(x0, w0[c])));
       }
     }
     for (int c = 0; c < C; ++c) {
       const c10::BFloat16* pair = sz + ((b + c) * groups + g) * 2 * LANES;
-      const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(
-          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair))), 16));
-      const __m512 zero = _mm512_castsi512_ps(_mm512_slli_epi32(
-          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + LANES))), 16));
+      const f32x16 scale = load16(pair), zero = load16(pair + LANES);
       // zero - 8 scale, less 128 scale where the weights came as 128 + q (bfloat16 rows)
       const float offset = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? 136.0f : 8.0f;
-      const __m512 low = _mm512_fnmadd_ps(_mm512_set1_ps(offset), scale, zero);
+      const f32x16 low = fnma16(set16(offset), scale, zero);
       for (int i = 0; i < R; ++i) {
-        acc[i][c] = _mm512_fmadd_ps(part[i][c], scale, acc[i][c]);
-        acc[i][c] = _mm512_fmadd_ps(low, _mm512_set1_ps(sums[(r + i) * groups + g]), acc[i][c]);
+        acc[i][c] = fma16(part[i][c], scale, acc[i][c]);
+        acc[i][c] = fma16(low, set16(sums[(r + i) * groups + g]), acc[i][c]);
       }
     }
   }

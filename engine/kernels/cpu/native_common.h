@@ -10,7 +10,8 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define RADIXGATE_VEC16 1  // f32x16 below: one AVX-512 register, or two AVX2 ones
 #include <immintrin.h>
 #endif
 
@@ -24,25 +25,148 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
   return f;
 }
 
+#if defined(RADIXGATE_VEC16)
+// f32x16: 16 float32 lanes, the width every kernel's lane-wise arithmetic is written for. Each helper does the
+// same lane-wise operation on either backend, so a kernel's bits depend on its own order of operations only;
+// the horizontal sums (reduce_add16, reduce_max16) are fixed trees on each backend.
 #if defined(__AVX512F__)
+using f32x16 = __m512;
+inline f32x16 zero16() { return _mm512_setzero_ps(); }
+inline f32x16 set16(float v) { return _mm512_set1_ps(v); }
+inline f32x16 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline f32x16 load16(const c10::BFloat16* p) {  // exact widening
+  const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+inline void store16(float* p, f32x16 v) { _mm512_storeu_ps(p, v); }
+inline f32x16 add16(f32x16 a, f32x16 b) { return _mm512_add_ps(a, b); }
+inline f32x16 sub16(f32x16 a, f32x16 b) { return _mm512_sub_ps(a, b); }
+inline f32x16 mul16(f32x16 a, f32x16 b) { return _mm512_mul_ps(a, b); }
+inline f32x16 max16(f32x16 a, f32x16 b) { return _mm512_max_ps(a, b); }
+inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) { return _mm512_fmadd_ps(a, b, c); }     // a b + c
+inline f32x16 fnma16(f32x16 a, f32x16 b, f32x16 c) { return _mm512_fnmadd_ps(a, b, c); }   // c - a b
+inline float reduce_add16(f32x16 v) { return _mm512_reduce_add_ps(v); }
+inline float reduce_max16(f32x16 v) { return _mm512_reduce_max_ps(v); }
+// 16 pairs of bfloat16 (32 values, pair l = lane l): the first and the second of each pair, widened
+inline void widen_pairs16(const c10::BFloat16* p, f32x16& first, f32x16& second) {
+  const __m512i raw = _mm512_loadu_si512(p);
+  first = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+  second = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
+}
+// 16 bytes (byte l = lane l): the low and the high nibble of each, as floats
+inline void nibbles16(const uint8_t* p, f32x16& low, f32x16& high) {
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  low = _mm512_cvtepi32_ps(_mm512_and_si512(bytes, _mm512_set1_epi32(0xF)));
+  high = _mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4));
+}
+// 2^n for integral float lanes n (in the normal range)
+inline f32x16 pow2_16(f32x16 n) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+inline f32x16 floor16(f32x16 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+#else
+struct f32x16 {
+  __m256 lo, hi;
+};
+inline f32x16 zero16() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline f32x16 set16(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
+inline f32x16 load16(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline __m256 widen8(const c10::BFloat16* p) {
+  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
+inline f32x16 load16(const c10::BFloat16* p) { return {widen8(p), widen8(p + 8)}; }
+inline void store16(float* p, f32x16 v) {
+  _mm256_storeu_ps(p, v.lo);
+  _mm256_storeu_ps(p + 8, v.hi);
+}
+inline f32x16 add16(f32x16 a, f32x16 b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline f32x16 sub16(f32x16 a, f32x16 b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline f32x16 mul16(f32x16 a, f32x16 b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline f32x16 max16(f32x16 a, f32x16 b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+inline f32x16 fnma16(f32x16 a, f32x16 b, f32x16 c) {
+  return {_mm256_fnmadd_ps(a.lo, b.lo, c.lo), _mm256_fnmadd_ps(a.hi, b.hi, c.hi)};
+}
+inline float reduce_add16(f32x16 v) {  // lanes l + (l + 8), then halves of what is left: a fixed tree
+  __m256 s = _mm256_add_ps(v.lo, v.hi);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+inline float reduce_max16(f32x16 v) {
+  __m256 s = _mm256_max_ps(v.lo, v.hi);
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+inline void widen_pairs16(const c10::BFloat16* p, f32x16& first, f32x16& second) {
+  const __m256i mask = _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+  first = {_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))};
+  second = {_mm256_castsi256_ps(_mm256_and_si256(lo, mask)), _mm256_castsi256_ps(_mm256_and_si256(hi, mask))};
+}
+inline void nibbles16(const uint8_t* p, f32x16& low, f32x16& high) {
+  const __m256i nib = _mm256_set1_epi32(0xF);
+  const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+  low = {_mm256_cvtepi32_ps(_mm256_and_si256(a, nib)), _mm256_cvtepi32_ps(_mm256_and_si256(b, nib))};
+  high = {_mm256_cvtepi32_ps(_mm256_srli_epi32(a, 4)), _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4))};
+}
+inline __m256 pow2_8(__m256 n) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+inline f32x16 pow2_16(f32x16 n) { return {pow2_8(n.lo), pow2_8(n.hi)}; }
+inline f32x16 floor16(f32x16 v) { return {_mm256_floor_ps(v.lo), _mm256_floor_ps(v.hi)}; }
+#endif
+
+// the first ``count`` (0..16) lanes of p, the others ``fill``
+inline f32x16 load_first16(const float* p, int64_t count, float fill) {
+  alignas(64) float lanes[16];
+  for (int64_t l = 0; l < 16; ++l) lanes[l] = l < count ? p[l] : fill;
+  return load16(lanes);
+}
+
+// v with lanes from ``count`` on set to zero
+inline f32x16 keep_first16(f32x16 v, int64_t count) {
+  alignas(64) float lanes[16];
+  store16(lanes, v);
+  for (int64_t l = count; l < 16; ++l) lanes[l] = 0.0f;
+  return load16(lanes);
+}
+
 // the first ``count`` (1..16) float32 lanes of ``acc`` to dst, each rounded once to T
 template <typename T>
-inline void store_lanes(T* dst, __m512 acc, int64_t count) {
+inline void store_lanes(T* dst, f32x16 acc, int64_t count) {
   if constexpr (std::is_same_v<T, float>) {
-    _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << count) - 1), acc);
-  } else {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, acc);
-    for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
+    if (count == 16) {
+      store16(dst, acc);
+      return;
+    }
   }
+  alignas(64) float lanes[16];
+  store16(lanes, acc);
+  for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<T>(lanes[l]);
 }
 #endif
 
-// The lane-packed row products (dense_rows, int4_rows) walk their output in tiles: tasks of up to 4 blocks of
-// 16 outputs spread over the threads, rows 4 at a time within each. ``tile.template operator()<R, C>(r, b)``
-// computes rows [r, r + R) x blocks [b, b + C). The tile shape never changes a row's arithmetic.
+// The lane-packed row products (dense_rows, int4_rows) walk their output in tiles: tasks of up to
+// TILE_BLOCKS blocks of 16 outputs spread over the threads, rows TILE_ROWS at a time within each.
+// ``tile.template operator()<R, C>(r, b)`` computes rows [r, r + R) x blocks [b, b + C). The tile shape never
+// changes a row's arithmetic. AVX2 has half the registers of AVX-512 at half the width, so its tiles are
+// 2 x 2 (the accumulators stay in registers).
+#if defined(__AVX512F__) || !defined(RADIXGATE_VEC16)
 constexpr int64_t TILE_BLOCKS = 4;
 constexpr int64_t TILE_ROWS = 4;
+#else
+constexpr int64_t TILE_BLOCKS = 2;
+constexpr int64_t TILE_ROWS = 2;
+#endif
 
 template <int R, typename Tile>
 inline void tile_blocks(const Tile& tile, int64_t r, int64_t b, int64_t blocks) {
@@ -72,10 +196,10 @@ void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
   });
 }
 
-#if defined(__AVX512F__)
+#if defined(RADIXGATE_VEC16)
 // a tile's accumulators (one lane per output) to rows [r, r + R) x blocks [b, b + C) of out (rows of n)
 template <int R, int C, typename T>
-inline void store_tile(__m512 (&acc)[R][C], T* out, int64_t r, int64_t b, int64_t n) {
+inline void store_tile(f32x16 (&acc)[R][C], T* out, int64_t r, int64_t b, int64_t n) {
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) {
       const int64_t first = (b + c) * 16, count = std::min<int64_t>(16, n - first);

@@ -21,9 +21,9 @@ bfloat16 kernel changes its blocking with the row count (AMX), products are kept
 to one measured range of rows (engine.kernels.cpu.row_range): larger batches are
 cut into even pieces, smaller ones padded with copies of their last row.
 
-Generated rows (decode and verify) of a bfloat16 weight run instead on ``by_row``, the native
-lane-packed product (engine.kernels.cpu.row_linear), where it builds: oneDNN's set-up per call costs more
-than the weight's bytes at a few rows.
+Generated rows (decode and verify) run instead on ``by_row``, the native lane-packed product
+(engine.kernels.cpu.row_linear), where it builds: oneDNN's set-up per call costs more than the weight's
+bytes at a few rows. Its float32 sums are sliced too (dense_rows.cpp), more finely than MAX_SLICE.
 
 The measurements behind these choices are in docs/performance.md.
 """
@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels.cpu.native import native_kernels
+from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.row_linear import RowLinear
 from engine.kernels.cpu.row_range import ANY, RowRange, invariant_row_range, split_rows
+from engine.kernels.linear import TorchLinear
 
 PACK_FOR_ROWS = 1024  # the row count oneDNN lays the weight out for; any count runs on it
 MAX_SLICE = 768  # input features per packed product (see Precision)
@@ -77,7 +78,7 @@ class PackedLinear:
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, rows: RowRange | str = AUTO,
                  by_row: bool = True) -> None:
-        """``by_row``: give bfloat16 weights the native kernel for generated rows where it builds."""
+        """``by_row``: give the weight the native kernel for generated rows where it builds."""
         weight = weight.contiguous()
         out_features, in_features = weight.shape
         self.bias = bias  # (out_features,) or None: fused into the first slice's product
@@ -88,7 +89,7 @@ class PackedLinear:
             rows = ANY if weight.dtype == torch.float32 else invariant_row_range(
                 PackedLinear, out_features, in_features, weight.dtype, torch.get_num_threads())
         self.rows = rows
-        native = native_kernels() if by_row and weight.dtype == torch.bfloat16 else None
+        native = native_for(weight.dtype, weight.device) if by_row else None
         self.by_row = RowLinear(native, weight, bias) if native is not None else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -108,3 +109,10 @@ class PackedLinear:
         for (a, b), packed in zip(rest, self.packed[1:]):  # in slice order: the same sum for any batch
             out += torch.ops.mkldnn._linear_pointwise(x[:, a:b], packed, None, "none", [], "")
         return out
+
+
+def dense_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, by_row: bool = True):
+    """The unquantized linear over ``weight``: packed for oneDNN where this CPU runs its dtype, else ``F.linear``."""
+    if packing_applies(weight.dtype, weight.device):
+        return PackedLinear(weight, bias, by_row=by_row)
+    return TorchLinear(weight, bias)

@@ -23,9 +23,8 @@ import time
 
 import torch
 
-from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
+from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear
-from engine.kernels.linear import TorchLinear
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +36,6 @@ DECODE_ROWS = (1, 8)  # timed on a linear's kernel for generated rows (``by_row`
 PROBE_SHAPE = (2048, 1024)  # (out_features, in_features): 4 MiB in bfloat16
 NUM_COPIES = 16  # 64 MiB of bfloat16 weights (32 of int8): past the last-level cache of the CPUs seen
 PROBE_REPEATS = 3
-
-
-def dense_linear(weight: torch.Tensor):
-    return PackedLinear(weight) if packing_applies(weight.dtype, weight.device) else TorchLinear(weight)
 
 
 LINEARS = {"none": dense_linear, "int8": Int8WeightLinear, "int4": Int4WeightLinear}

@@ -1,8 +1,8 @@
 """Products of generated rows (decode and verify) on the native kernels (dense_rows.cpp, int4_rows.cpp).
 
-    RowLinear(native, weight)   x -> x @ weight.T (+ bias) for a few rows, bfloat16, over a lane-packed
-                                copy of the weight: blocks of 16 outputs across the vector lanes, pairs of
-                                inputs per lane
+    RowLinear(native, weight)   x -> x @ weight.T (+ bias) for a few rows, float32 or bfloat16, over a
+                                lane-packed copy of the weight: blocks of 16 outputs across the vector
+                                lanes (bfloat16: pairs of inputs per lane)
     Int4RowLinear(native, q, scale, zero)   the same over int4 weights (torch's convention, the same q,
                                 scale and zero as engine.kernels.cpu.quantized_linear), lane-packed
 
@@ -20,21 +20,23 @@ LANES = 16
 
 
 def pack_lanes(weight: torch.Tensor) -> torch.Tensor:
-    """(out, in) bfloat16 -> (ceil(out / 16), ceil(in / 2), 32): block b, input pair p holds outputs
-    16b..16b+15, each as its (input 2p, input 2p + 1) pair; padding is zeros."""
+    """(out, in) -> blocks of 16 outputs across the lanes, padding zeros. bfloat16: (ceil(out / 16),
+    ceil(in / 2), 32), input pair p of block b holding outputs 16b..16b+15, each as its (input 2p, input 2p + 1)
+    pair; float32: (ceil(out / 16), in, 16)."""
     out_features, in_features = weight.shape
-    out_pad, in_pad = -(-out_features // LANES) * LANES, in_features + in_features % 2
+    pair = 2 if weight.dtype == torch.bfloat16 else 1
+    out_pad, in_pad = -(-out_features // LANES) * LANES, -(-in_features // pair) * pair
     padded = F.pad(weight, (0, in_pad - in_features, 0, out_pad - out_features))
-    blocks = padded.view(out_pad // LANES, LANES, in_pad // 2, 2).permute(0, 2, 1, 3)
-    return blocks.reshape(out_pad // LANES, in_pad // 2, 2 * LANES).contiguous()
+    blocks = padded.view(out_pad // LANES, LANES, in_pad // pair, pair).permute(0, 2, 1, 3)
+    return blocks.reshape(out_pad // LANES, in_pad // pair, pair * LANES).contiguous()
 
 
 class RowLinear:
     """x (rows, in_features) -> (rows, out_features) + bias on the native kernel ``native``."""
 
     def __init__(self, native, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        if weight.dtype != torch.bfloat16:
-            raise ValueError(f"RowLinear packs bfloat16 weights, not {weight.dtype}")
+        if weight.dtype not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"RowLinear packs float32 or bfloat16 weights, not {weight.dtype}")
         self.native = native
         self.out_features = weight.shape[0]
         self.packed = pack_lanes(weight)
@@ -62,7 +64,7 @@ def pack_int4_lanes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) ->
 
 
 class Int4RowLinear:
-    """x (rows, in_features) bfloat16 -> (rows, out_features) + bias over int4 weights, on ``native``."""
+    """x (rows, in_features) float32 or bfloat16 -> (rows, out_features) + bias over int4 weights, on ``native``."""
 
     def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
                  bias: torch.Tensor | None = None) -> None:

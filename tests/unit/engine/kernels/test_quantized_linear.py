@@ -38,23 +38,38 @@ def test_a_rows_result_does_not_depend_on_its_batch(mode):
     assert torch.equal(together, alone)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("mode", ["int8", "int4"])
-def test_generated_rows_take_a_by_row_kernel_close_to_the_product_and_batch_free(mode):
-    """bfloat16 weights: the by-row kernel (int4: the same quantized weights, lane-packed; int8: the bfloat16
-    weight) stays within the mode's error of the dense product, and a row's bits do not depend on its batch."""
+def test_generated_rows_take_a_by_row_kernel_close_to_the_product_and_batch_free(mode, dtype):
+    """The by-row kernel (int4: the same quantized weights, lane-packed; int8: the unquantized weight) stays
+    within the mode's error of the dense product, and a row's bits do not depend on its batch."""
     weight, bias, x = gaussian(208, 96) / 10, gaussian(208, seed=1), gaussian(9, 96, seed=2)
-    linear = make_linear(weight.bfloat16(), bias.bfloat16(), quantization=mode)
+    linear = make_linear(weight.to(dtype), bias.to(dtype), quantization=mode)
     assert linear.by_row is not None, "the native kernels must build where the tests run"
-    got = linear.by_row(x.bfloat16())
+    got = linear.by_row(x.to(dtype))
     expected = x @ weight.T + bias
-    assert got.shape == (9, 208) and got.dtype == torch.bfloat16
+    assert got.shape == (9, 208) and got.dtype == dtype
     assert (got.float() - expected).norm() / expected.norm() < MAX_RELATIVE_ERROR[mode]
     if mode == "int4":  # the same weights as the product's: the two differ by float32 rounding only
-        assert (got.float() - linear(x.bfloat16()).float()).abs().max() < 0.05
+        assert (got.float() - linear(x.to(dtype)).float()).abs().max() < 0.05
     for size in (1, 2, 4, 5):
-        pieces = torch.cat([linear.by_row(x[i : i + size].bfloat16()) for i in range(0, 9, size)])
+        pieces = torch.cat([linear.by_row(x[i : i + size].to(dtype)) for i in range(0, 9, size)])
         assert torch.equal(pieces, got), size
-    assert make_linear(weight, quantization=mode).by_row is None  # float32 rows keep torch's kernels
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_int4_prompt_rows_run_the_dense_product_of_the_weights_the_int4_kernels_read(dtype, monkeypatch):
+    weight, x = gaussian(64, 96) / 10, gaussian(5, 96, seed=2).to(dtype)
+    linear = make_linear(weight.to(dtype), quantization="int4")
+    assert linear.prompt_rows is not None and linear.packed is None, "the native kernels must build here"
+    # torch's int4 kernel (what runs where the native kernels do not build) reads the same values
+    monkeypatch.setattr("engine.kernels.cpu.quantized_linear.native_for", lambda *args: None)
+    plain = make_linear(weight.to(dtype), quantization="int4")
+    assert plain.by_row is None and plain.prompt_rows is None
+    # (torch's kernel rounds float32 activations to bfloat16 on its way)
+    assert (linear(x).float() - plain(x).float()).abs().max() < 0.02
+    tolerance = 0.02 if dtype == torch.bfloat16 else 1e-5  # both kinds of row: float32 sums of one weight
+    assert (linear.by_row(x).float() - linear(x).float()).abs().max() < tolerance
 
 
 def test_make_linear_picks_the_kernel_per_mode_and_falls_back_to_int8_for_odd_widths():

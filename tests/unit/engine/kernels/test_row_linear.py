@@ -1,11 +1,11 @@
-"""The dense product of generated rows: the lane-packed layout, accuracy against float64 next to oneDNN's,
-row invariance, and RowSplit sending each kind of row to its own kernel."""
+"""The dense product of generated rows: the lane-packed layout, accuracy against float64 next to a
+float32 product's, row invariance, and RowSplit sending each kind of row to its own kernel."""
 
 import pytest
 import torch
 
 from engine.kernels.cpu.native import native_kernels
-from engine.kernels.cpu.packed_linear import PackedLinear
+from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
 from engine.kernels.cpu.row_linear import RowLinear, pack_lanes
 from engine.kernels.row_split import RowSplit, split_rows
 
@@ -27,27 +27,53 @@ def test_pack_lanes_puts_16_outputs_across_lanes_and_input_pairs_within():
     assert packed[0, 2, 1].item() == 0 and packed[1, 0, 2 * 4].item() == 0  # padded input 5, padded output 20
 
 
-@pytest.mark.parametrize("shape", [(3072, 576), (50, 35), (16, 2)])
-def test_rows_are_as_close_as_onednns_and_keep_their_bits_in_any_batch(native, shape):
-    gen = torch.Generator().manual_seed(0)
-    weight = (torch.randn(*shape, generator=gen) * 0.05).bfloat16()
-    bias = torch.randn(shape[0], generator=gen).bfloat16()
-    linear = RowLinear(native, weight, bias)
-    x = torch.randn(11, shape[1], generator=gen).bfloat16()
-    out = linear(x)
-    assert out.shape == (11, shape[0]) and out.dtype == torch.bfloat16
+def test_pack_lanes_keeps_float32_inputs_one_per_step():
+    weight = torch.arange(20 * 5, dtype=torch.float32).view(20, 5)
+    packed = pack_lanes(weight)
+    assert packed.shape == (2, 5, 16)
+    assert packed[0, 3, 7].item() == weight[7, 3].item() and packed[1, 4, 3].item() == weight[19, 4].item()
+    assert packed[1, 0, 4].item() == 0  # padded output 20
+
+
+def reference_error(weight, x):
+    """How far a float32-accumulating product rounded to x's dtype lands from the exact float64 one: oneDNN's
+    packed product where this CPU runs it, else torch's float32 product rounded."""
     exact = x.double() @ weight.double().T
-    onednn = PackedLinear(weight)(x).double()
-    # both round the float32 sum to bfloat16; then the bias add rounds again
-    assert (out.double() - bias.double() - exact).abs().max() <= 2 * (onednn - exact).abs().max() + 0.05
+    if packing_applies(weight.dtype, weight.device):
+        product = PackedLinear(weight, by_row=False)(x)
+    else:
+        product = (x.float() @ weight.float().T).to(x.dtype)
+    return (product.double() - exact).abs().max(), exact
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(3072, 576), (576, 1536), (50, 35), (16, 2)])
+def test_rows_are_as_close_as_a_float32_product_and_keep_their_bits_in_any_batch(native, shape, dtype):
+    gen = torch.Generator().manual_seed(0)
+    weight = (torch.randn(*shape, generator=gen) * 0.05).to(dtype)
+    bias = torch.randn(shape[0], generator=gen).to(dtype)
+    linear = RowLinear(native, weight, bias)
+    x = torch.randn(11, shape[1], generator=gen).to(dtype)
+    out = linear(x)
+    assert out.shape == (11, shape[0]) and out.dtype == dtype
+    error, exact = reference_error(weight, x)
+    # both round the float32 sum to x's dtype; then the bias add rounds again
+    slack = 0.05 if dtype == torch.bfloat16 else 1e-6
+    assert (out.double() - bias.double() - exact).abs().max() <= 2 * error + slack
     for size in (1, 2, 3, 4, 5, 8):
         pieces = torch.cat([linear(x[i : i + size]) for i in range(0, 11, size)])
         assert torch.equal(pieces, out), size
 
 
-def test_packed_bfloat16_linears_carry_a_by_row_kernel_and_float32_ones_do_not(native):
+def test_packed_linears_carry_a_by_row_kernel_unless_told_not_to(native):
+    assert isinstance(PackedLinear(torch.randn(64, 32)).by_row, RowLinear)
+    assert PackedLinear(torch.randn(64, 32), by_row=False).by_row is None
+
+
+@pytest.mark.skipif(not packing_applies(torch.bfloat16, torch.device("cpu")),
+                    reason="this CPU's oneDNN has no bfloat16 kernel (packed bfloat16 linears are not built here)")
+def test_packed_bfloat16_linears_carry_a_by_row_kernel(native):
     assert isinstance(PackedLinear(torch.randn(64, 32).bfloat16()).by_row, RowLinear)
-    assert PackedLinear(torch.randn(64, 32)).by_row is None
     assert PackedLinear(torch.randn(64, 32).bfloat16(), by_row=False).by_row is None
 
 
