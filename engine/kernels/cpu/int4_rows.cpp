@@ -11,7 +11,7 @@
 //   the zero term: the widened weight is one bit operation away from the packed byte).
 //
 // Contract: output o of row r is one lane of one accumulator; each group's dot product is summed pair after
-// pair (bfloat16 rows: the CPU's bfloat16 dot-product step; float32 rows: two multiply-adds), scaled and
+// pair (bfloat16 rows: the CPU's bfloat16 dot-product step where it has one; else two multiply-adds), scaled and
 // added to it in group order: no horizontal sums and no step that depends on M, the tile or the thread.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -79,7 +79,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       for (int i = 0; i < R; ++i) {
         const f32x16 x0 = set16(to_float(x[(r + i) * k + g * GROUP + 2 * p]));
         const f32x16 x1 = set16(to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]));
-        for (int c = 0; c < C; ++c) part[i][c] = add16(part[i][c], fma16(x1, w1[c], mul16(x0, w0[c])));
+        for (int c = 0; c < C; ++c) part[i][c] = fma16(x1, w1[c], fma16(x0, w0[c], part[i][c]));
       }
     }
     for (int c = 0; c < C; ++c) {

@@ -38,6 +38,9 @@ inline f32x16 load16(const c10::BFloat16* p) {  // exact widening
   const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
 }
+inline f32x16 load16(const int8_t* p) {  // exact widening
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 inline void store16(float* p, f32x16 v) { _mm512_storeu_ps(p, v); }
 inline f32x16 add16(f32x16 a, f32x16 b) { return _mm512_add_ps(a, b); }
 inline f32x16 sub16(f32x16 a, f32x16 b) { return _mm512_sub_ps(a, b); }
@@ -76,6 +79,10 @@ inline __m256 widen8(const c10::BFloat16* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
 }
 inline f32x16 load16(const c10::BFloat16* p) { return {widen8(p), widen8(p + 8)}; }
+inline __m256 widen8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+inline f32x16 load16(const int8_t* p) { return {widen8(p), widen8(p + 8)}; }
 inline void store16(float* p, f32x16 v) {
   _mm256_storeu_ps(p, v.lo);
   _mm256_storeu_ps(p + 8, v.hi);

@@ -14,10 +14,11 @@ Where the native kernels build, int4 is a decode format: prompt rows run the den
 (engine.kernels.cpu.packed_linear) over the dequantized weight, the same values the int4 kernels use, since
 torch's int4 kernel is 0.4x of dense at prefill on AVX-512 and ~80x slower on AVX2 (docs/performance.md);
 the dense copy costs the unquantized model's memory. Generated rows (decode and verify) run on ``by_row``
-(engine.kernels.cpu.row_linear): int4 on the same q, scale and zero, lane-packed; int8 on the weight it was
-quantized from, in the model's dtype (a lane-packed pass over it beats torch's int8 kernel at a few rows,
-4x on an AVX2 float32 head, and is closer to the float32 model). Other bits than the prompt rows'
-product; the same for any batch.
+(engine.kernels.cpu.row_linear): int4 on the same q, scale and zero, lane-packed; int8 of float32 models on the
+same q and scales, lane-packed (torch's int8 kernel took 14.3 ms for a 49152 x 576 head row on AVX2);
+int8 of bfloat16 models on the bfloat16 weight it was quantized from (the CPU's bfloat16 dot product over it
+beat torch's int8 kernel, and is closer to the float32 model). Other bits than the prompt rows' product;
+the same for any batch.
 
 Rounding. int8 is symmetric (scale = max |w| / 127, zero at 0). int4 is asymmetric per group: the
 group's [min, max] maps onto 0..15 and the kernel reconstructs ``(q - 8) * scale + zero``, so ``zero``
@@ -30,7 +31,7 @@ import torch
 
 from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.packed_linear import dense_linear
-from engine.kernels.cpu.row_linear import Int4RowLinear, RowLinear
+from engine.kernels.cpu.row_linear import Int4RowLinear, Int8RowLinear, RowLinear
 
 GROUP_SIZE = 32  # int4 inputs per (scale, zero) pair; the in_features of every int4 weight must divide by it
 INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
@@ -52,7 +53,12 @@ class Int8WeightLinear:
         self.scales = scales.to(weight.dtype)
         self.bias = bias  # (out_features,) or None
         native = native_for(weight.dtype, weight.device)
-        self.by_row = RowLinear(native, weight, bias) if native is not None else None
+        if native is None:
+            self.by_row = None
+        elif weight.dtype == torch.float32:
+            self.by_row = Int8RowLinear(native, self.qweight, self.scales, bias)
+        else:  # the CPU's bfloat16 dot-product step over the bfloat16 weight beat every int8 kernel tried
+            self.by_row = RowLinear(native, weight, bias)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.ops.aten._weight_int8pack_mm(x.contiguous(), self.qweight, self.scales)

@@ -3,6 +3,7 @@
     RowLinear(native, weight)   x -> x @ weight.T (+ bias) for a few rows, float32 or bfloat16, over a
                                 lane-packed copy of the weight: blocks of 16 outputs across the vector
                                 lanes (bfloat16: pairs of inputs per lane)
+    Int8RowLinear(native, q, scale)   the same over int8 weights (one scale per output), float32 rows
     Int4RowLinear(native, q, scale, zero)   the same over int4 weights (torch's convention, the same q,
                                 scale and zero as engine.kernels.cpu.quantized_linear), lane-packed
 
@@ -22,7 +23,7 @@ LANES = 16
 def pack_lanes(weight: torch.Tensor) -> torch.Tensor:
     """(out, in) -> blocks of 16 outputs across the lanes, padding zeros. bfloat16: (ceil(out / 16),
     ceil(in / 2), 32), input pair p of block b holding outputs 16b..16b+15, each as its (input 2p, input 2p + 1)
-    pair; float32: (ceil(out / 16), in, 16)."""
+    pair; float32 and int8: (ceil(out / 16), in, 16)."""
     out_features, in_features = weight.shape
     pair = 2 if weight.dtype == torch.bfloat16 else 1
     out_pad, in_pad = -(-out_features // LANES) * LANES, -(-in_features // pair) * pair
@@ -44,6 +45,21 @@ class RowLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = self.native.dense_rows(x.contiguous(), self.packed, self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
+class Int8RowLinear:
+    """x (rows, in_features) float32 -> (rows, out_features) + bias over int8 weights, w = q * scale per output."""
+
+    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.packed = pack_lanes(q)
+        self.scale = F.pad(scale.float(), (0, self.packed.shape[0] * LANES - self.out_features)).contiguous()
+        self.bias = bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.native.int8_rows(x.contiguous(), self.packed, self.scale, self.out_features)
         return out if self.bias is None else out + self.bias
 
 

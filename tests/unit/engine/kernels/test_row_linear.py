@@ -6,7 +6,7 @@ import torch
 
 from engine.kernels.cpu.native import native_kernels
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
-from engine.kernels.cpu.row_linear import RowLinear, pack_lanes
+from engine.kernels.cpu.row_linear import Int8RowLinear, RowLinear, pack_lanes
 from engine.kernels.row_split import RowSplit, split_rows
 
 
@@ -63,6 +63,21 @@ def test_rows_are_as_close_as_a_float32_product_and_keep_their_bits_in_any_batch
     for size in (1, 2, 3, 4, 5, 8):
         pieces = torch.cat([linear(x[i : i + size]) for i in range(0, 11, size)])
         assert torch.equal(pieces, out), size
+
+
+@pytest.mark.parametrize("shape", [(3072, 576), (50, 35)])
+def test_int8_rows_match_float64_and_keep_their_bits_in_any_batch(native, shape):
+    gen = torch.Generator().manual_seed(1)
+    q = torch.randint(-127, 128, shape, generator=gen, dtype=torch.int8)
+    scale = torch.rand(shape[0], generator=gen) / 100
+    linear = Int8RowLinear(native, q, scale)
+    x = torch.randn(9, shape[1], generator=gen)
+    out = linear(x)
+    exact = x.double() @ (q.double() * scale.double()[:, None]).T
+    assert out.shape == (9, shape[0]) and out.dtype == torch.float32
+    assert (out.double() - exact).abs().max() <= 1e-5 * exact.abs().max()
+    for size in (1, 2, 3, 4):
+        assert torch.equal(torch.cat([linear(x[i : i + size]) for i in range(0, 9, size)]), out), size
 
 
 def test_packed_linears_carry_a_by_row_kernel_unless_told_not_to(native):
