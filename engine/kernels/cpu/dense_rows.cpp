@@ -41,21 +41,7 @@ void tile(const T* x, int64_t kpad, const T* packed, int64_t b, int64_t r, int64
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) acc[i][c] = zero16();
   if constexpr (std::is_same_v<T, float>) {
-    for (int64_t k0 = 0; k0 < kpad; k0 += FLOAT_SLICE) {
-      f32x16 part[R][C];
-      for (int i = 0; i < R; ++i)
-        for (int c = 0; c < C; ++c) part[i][c] = zero16();
-      for (int64_t k = k0; k < std::min(kpad, k0 + FLOAT_SLICE); ++k) {
-        f32x16 w[C];
-        for (int c = 0; c < C; ++c) w[c] = load16(packed + (b + c) * block_stride + k * LANES);
-        for (int i = 0; i < R; ++i) {
-          const f32x16 xv = set16(x[(r + i) * kpad + k]);
-          for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, w[c], part[i][c]);
-        }
-      }
-      for (int i = 0; i < R; ++i)
-        for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], part[i][c]);
-    }
+    add_sliced_products<R, C>(acc, x, kpad, packed, block_stride, b, r, FLOAT_SLICE);
   } else {
 #if defined(__AVX512BF16__)
     for (int64_t k = 0; k < kpad; k += 2) {

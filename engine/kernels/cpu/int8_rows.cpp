@@ -31,21 +31,7 @@ void tile(const float* x, int64_t k, const int8_t* q, const float* scale, int64_
   f32x16 acc[R][C];
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) acc[i][c] = zero16();
-  for (int64_t k0 = 0; k0 < k; k0 += SLICE) {
-    f32x16 part[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) part[i][c] = zero16();
-    for (int64_t j = k0; j < std::min(k, k0 + SLICE); ++j) {
-      f32x16 w[C];
-      for (int c = 0; c < C; ++c) w[c] = load16(q + ((b + c) * k + j) * LANES);
-      for (int i = 0; i < R; ++i) {
-        const f32x16 xv = set16(x[(r + i) * k + j]);
-        for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, w[c], part[i][c]);
-      }
-    }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], part[i][c]);
-  }
+  add_sliced_products<R, C>(acc, x, k, q, k * LANES, b, r, SLICE);
   for (int c = 0; c < C; ++c) {
     const f32x16 s = load16(scale + (b + c) * LANES);
     for (int i = 0; i < R; ++i) acc[i][c] = mul16(acc[i][c], s);

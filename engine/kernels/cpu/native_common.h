@@ -204,6 +204,29 @@ void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
 }
 
 #if defined(RADIXGATE_VEC16)
+// acc[i][c] += the float32 products of rows [r, r + R) of x (rows of k inputs) with blocks [b, b + C) of a
+// lane-packed weight W (float32 or int8; block c's input j at w + (b + c) * block_stride + 16 j), each summed
+// in slices of ``slice`` inputs, the slices added in order (a chain's rounding error grows with its length)
+template <int R, int C, typename W>
+inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, const W* w, int64_t block_stride,
+                                int64_t b, int64_t r, int64_t slice) {
+  for (int64_t k0 = 0; k0 < k; k0 += slice) {
+    f32x16 part[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) part[i][c] = zero16();
+    for (int64_t j = k0; j < std::min(k, k0 + slice); ++j) {
+      f32x16 wv[C];
+      for (int c = 0; c < C; ++c) wv[c] = load16(w + (b + c) * block_stride + j * 16);
+      for (int i = 0; i < R; ++i) {
+        const f32x16 xv = set16(x[(r + i) * k + j]);
+        for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, wv[c], part[i][c]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], part[i][c]);
+  }
+}
+
 // a tile's accumulators (one lane per output) to rows [r, r + R) x blocks [b, b + C) of out (rows of n)
 template <int R, int C, typename T>
 inline void store_tile(f32x16 (&acc)[R][C], T* out, int64_t r, int64_t b, int64_t n) {
