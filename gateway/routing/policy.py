@@ -9,8 +9,11 @@ Modes (settings.routing.mode):
   node, ties broken by the key's rendezvous rank (so on an idle fleet it is plain consistent
   hashing: adding a node moves only the keys that now rank it first). Bounded load, in tokens: a
   node takes a key while its load is under (1 + epsilon) * (total load + this request) / nodes
-  + this request (one request's slack, so a single request in flight never pushes a key away);
-  otherwise the key's next node in rendezvous order that is under it takes the request.
+  + this request (one request's slack, so a single request in flight never pushes a key away),
+  or while its load is under `spill_floor_tokens` (at low load the cache is worth more than the
+  balance: two keys sharing a node at a handful of requests in flight must not scatter their
+  prefixes over the fleet); otherwise the key's next node in rendezvous order that is under it
+  takes the request.
 - random, round_robin, least_load: the baselines `bench cluster` compares against.
 In every mode nodes that are down (routing/health.py) or report more than `overload_tokens`
 queued + running tokens are skipped while others are available; the failover node is the
@@ -31,12 +34,13 @@ MODES = ("affinity", "random", "round_robin", "least_load")
 
 
 class RoutingPolicy:
-    def __init__(self, mode: str = "affinity", *, epsilon: float = 0.5, overload_tokens: int = 0,
-                 max_keys: int = 100_000, rng: random.Random | None = None) -> None:
+    def __init__(self, mode: str = "affinity", *, epsilon: float = 0.5, spill_floor_tokens: int = 0,
+                 overload_tokens: int = 0, max_keys: int = 100_000, rng: random.Random | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown routing mode {mode!r}; one of {MODES}")
         self.mode = mode
         self.epsilon = epsilon
+        self.spill_floor_tokens = spill_floor_tokens
         self.overload_tokens = overload_tokens
         self.max_keys = max_keys
         self._sticky: OrderedDict[str, str] = OrderedDict()
@@ -67,7 +71,7 @@ class RoutingPolicy:
     def _affinity(self, key, names, usable, loads, weights, num_tokens) -> int:
         ranking = [i for i in rank(key, names, weights) if i in usable]
         total = sum(loads[i] for i in usable) + num_tokens
-        capacity = math.ceil((1.0 + self.epsilon) * total / len(usable)) + num_tokens
+        capacity = max(math.ceil((1.0 + self.epsilon) * total / len(usable)) + num_tokens, self.spill_floor_tokens)
         sticky = self._sticky.get(key)
         if sticky is not None:
             self._sticky.move_to_end(key)

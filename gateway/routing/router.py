@@ -174,7 +174,8 @@ def build_router(settings: Settings, embedded: Backend | None, *, salter: Any = 
 
         remotes = [RemoteBackend.from_settings(r, salter) for r in settings.remotes]
     routing = settings.routing
-    policy = RoutingPolicy(routing.mode, epsilon=routing.epsilon, overload_tokens=routing.overload_tokens,
+    policy = RoutingPolicy(routing.mode, epsilon=routing.epsilon, spill_floor_tokens=routing.spill_floor_tokens,
+                           overload_tokens=routing.overload_tokens,
                            max_keys=routing.affinity_keys, rng=random.Random(routing.seed))
     index = RouteIndex(settings.engine.page_size, routing.index_tokens_per_tenant) if remotes else None
     return Router(embedded, remotes, policy=policy, index=index)

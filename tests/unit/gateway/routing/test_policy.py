@@ -37,7 +37,7 @@ def test_cold_key_goes_to_the_least_loaded_node_then_stays_there():
 
 
 def test_bounded_load_moves_an_overloaded_sticky_key_to_its_next_ranked_node():
-    policy = RoutingPolicy("affinity", epsilon=0.5)
+    policy = RoutingPolicy("affinity", epsilon=0.5, spill_floor_tokens=0)
     key = "hot"
     first = order(policy, key)[0]
     loads = [0, 0, 0]
@@ -45,6 +45,17 @@ def test_bounded_load_moves_an_overloaded_sticky_key_to_its_next_ranked_node():
     moved = order(policy, key, loads=loads)[0]
     assert moved != first and moved == [i for i in rank(key, NAMES) if i != first][0]
     assert order(policy, key)[0] == first  # back once its load falls
+
+
+def test_no_sticky_key_moves_while_its_node_is_under_the_spill_floor():
+    policy = RoutingPolicy("affinity", epsilon=0.5, spill_floor_tokens=4000)
+    key = "shared-node"
+    first = order(policy, key)[0]
+    loads = [0, 0, 0]
+    loads[first] = 3999  # far over (1 + epsilon) x the mean, under the floor: the prefix stays put
+    assert order(policy, key, loads=loads)[0] == first
+    loads[first] = 4000
+    assert order(policy, key, loads=loads)[0] != first
 
 
 def test_down_and_overloaded_nodes_are_skipped_and_the_failover_is_the_least_loaded_other():
