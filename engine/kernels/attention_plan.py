@@ -20,7 +20,11 @@ group, piece or cascade it lands in, its result does not depend on the batch
 Where the attention has a kernel for single query rows (``by_row``: the
 native CPU kernel), the rows of generated tokens (``seq_is_generated``) skip
 the groups: ``GeneratedRows`` lists each row's keys as a range of one flat
-slot list, and the kernel attends them row by row.
+slot list, and the kernel attends them row by row. Where it also has the
+prompt-row kernel (``prompt_by_row``; no sliding window), every other row
+skips the groups too: ``PromptRows`` lists each sequence's slots once and
+each row's sequence and key count, and the kernel attends a sequence's rows
+a tile at a time, each row still on its own.
 """
 
 from __future__ import annotations
@@ -75,11 +79,24 @@ class GeneratedRows:
 
 
 @dataclass
+class PromptRows:
+    """Prompt rows for the prompt-row kernel: row n reads the first ends[n] of its sequence's slots, which
+    start at seq_begins[seqs[n]] in ``slots``; a sequence's rows are consecutive, in position order."""
+
+    token_index: torch.Tensor | None  # (N,) rows of q, in order; None = all T tokens
+    slots: torch.Tensor  # (M,) long: every prompt sequence's key slots, once
+    seq_begins: torch.Tensor  # (S,) long
+    seqs: torch.Tensor  # (N,) long
+    ends: torch.Tensor  # (N,) long
+
+
+@dataclass
 class AttentionPlan:
     out_slots: torch.Tensor  # (T,) long
     num_tokens: int
     groups: list[AttentionGroup]
     generated: GeneratedRows | None = None
+    prompt: PromptRows | None = None
 
 
 def split_units(batch: ForwardBatch, skipped: list[bool] | None = None) -> tuple[dict[int, list[Unit]], list[Unit]]:
@@ -111,15 +128,47 @@ def length_bucket(q_len: int) -> int:
 
 
 def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, window: int | None, dtype: torch.dtype,
-                   device, by_row: bool = False) -> AttentionPlan:
-    """``by_row``: the rows of generated tokens go to GeneratedRows instead of the groups."""
-    by_row = by_row and batch.seq_is_generated is not None and any(batch.seq_is_generated)
+                   device, by_row: bool = False, prompt_by_row: bool = False) -> AttentionPlan:
+    """``by_row``: the rows of generated tokens go to GeneratedRows instead of the groups; ``prompt_by_row``
+    (with ``by_row``, no window): every other row goes to PromptRows, and there are no groups."""
+    is_generated = batch.seq_is_generated or [False] * len(batch.seq_q_lens)
+    if by_row and prompt_by_row and window is None:
+        generated = plan_generated_rows(batch, window, device) if any(is_generated) else None
+        prompt = plan_prompt_rows(batch, device) if not all(is_generated) else None
+        return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, [], generated, prompt)
+    by_row = by_row and any(is_generated)
     skipped = batch.seq_is_generated if by_row else None
     buckets, pieces = split_units(batch, skipped)
     units_per_group = [buckets[k] for k in sorted(buckets)] + [[piece] for piece in pieces]
     groups = [plan_group(batch, units, num_kv_heads, group_size, window, dtype, device) for units in units_per_group]
     generated = plan_generated_rows(batch, window, device) if by_row else None
     return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups, generated)
+
+
+def plan_prompt_rows(batch: ForwardBatch, device) -> PromptRows:
+    """The query rows of the sequences that are not generated; a row at position p reads keys [0, p]."""
+    is_generated = batch.seq_is_generated or [False] * len(batch.seq_q_lens)
+    token_index, seqs, ends, slots, begins = [], [], [], [], []
+    token_start = offset = 0
+    for q_len, kv_len, kv_slots, generated in zip(batch.seq_q_lens, batch.seq_kv_lens, batch.seq_kv_slots,
+                                                  is_generated):
+        if not generated:
+            seq = len(begins)
+            begins.append(offset)
+            slots.append(kv_slots[:kv_len])
+            token_index.extend(range(token_start, token_start + q_len))
+            seqs.extend([seq] * q_len)
+            ends.extend(range(kv_len - q_len + 1, kv_len + 1))
+            offset += kv_len
+        token_start += q_len
+    is_all = len(token_index) == batch.num_tokens
+    return PromptRows(
+        token_index=None if is_all else torch.tensor(token_index, dtype=torch.long, device=device),
+        slots=torch.cat(slots).to(device),
+        seq_begins=torch.tensor(begins, dtype=torch.long, device=device),
+        seqs=torch.tensor(seqs, dtype=torch.long, device=device),
+        ends=torch.tensor(ends, dtype=torch.long, device=device),
+    )
 
 
 def plan_generated_rows(batch: ForwardBatch, window: int | None, device) -> GeneratedRows:

@@ -37,9 +37,17 @@ Rows of generated tokens (decode and speculative verify) run instead on the
 native CPU kernel when it builds (engine.kernels.cpu.native): one call per
 layer for all of them, each row attended alone in float32 and rounded once,
 so these rows too get the same bits in any batch. Their bits differ from what
-the matmul path gives the same token as a prompt row, so such K/V must never
+the prompt path gives the same token as a prompt row, so such K/V must never
 stand in for a prompt's: ``generated_kv_is_shareable`` is then False and the
 radix tree keeps only prompt tokens (engine.cache_manager).
+
+Prompt rows, too, run on a native kernel where it builds with vectors (AVX2 or
+AVX-512) and the layer has no sliding window (``prompt_attention.cpp``): the
+rows of one sequence a tile at a time over 256-key chunks of its slots (the
+chunk's keys laid out once for the tile), each row with its own float32 online
+softmax in chunk order from the sequence's first key, so a prompt row gets the
+same bits alone, in any chunk and behind any cached prefix. The matmul groups
+above then serve only where it does not build (or for windowed layers).
 """
 
 from __future__ import annotations
@@ -110,6 +118,8 @@ class PagedAttention:
         self.tile_rows = tile_rows(l2_cache_bytes())  # sysfs is read on the first construction only
         k0 = pool.k_cache[0]
         self.native = native_for(k0.dtype, k0.device) if native else None
+        self.prompt_by_row = (self.native is not None and getattr(self.native, "has_prompt_attention", False)
+                              and head_dim % 16 == 0)
 
     @property
     def generated_kv_is_shareable(self) -> bool:
@@ -118,28 +128,44 @@ class PagedAttention:
 
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
         return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device,
-                              by_row=self.native is not None)
+                              by_row=self.native is not None, prompt_by_row=self.prompt_by_row)
 
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
         """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
         k_cache, v_cache = self.pool.k_cache[layer], self.pool.v_cache[layer]
         k_cache.index_copy_(0, plan.out_slots, k)
         v_cache.index_copy_(0, plan.out_slots, v)
-        generated = plan.generated
-        if generated is not None:
-            rows = q if generated.token_index is None else q.index_select(0, generated.token_index)
-            by_row = self.native.decode_attention(rows, k_cache, v_cache, generated.slots, generated.begins,
-                                                  generated.ends, self.scale)
-            if generated.token_index is None:
-                return by_row
-        elif len(plan.groups) == 1 and plan.groups[0].out_index is None:
-            return self._attend(q, k_cache, v_cache, plan.groups[0])
+        if not plan.groups:  # every row on the native kernels
+            parts = self._by_row_parts(q, k_cache, v_cache, plan)
+            if len(parts) == 1 and parts[0][0] is None:
+                return parts[0][1]
+        else:
+            if plan.generated is None and len(plan.groups) == 1 and plan.groups[0].out_index is None:
+                return self._attend(q, k_cache, v_cache, plan.groups[0])
+            parts = self._by_row_parts(q, k_cache, v_cache, plan)
+            parts += [(group.out_index if group.out_index is not None else slice(None),
+                       self._attend(q, k_cache, v_cache, group)) for group in plan.groups]
         out = q.new_empty(plan.num_tokens, self.num_heads * self.head_dim)
-        if generated is not None:
-            out[generated.token_index] = by_row
-        for group in plan.groups:
-            out[group.out_index if group.out_index is not None else slice(None)] = self._attend(q, k_cache, v_cache, group)
+        for index, rows_out in parts:
+            out[index] = rows_out
         return out
+
+    def _by_row_parts(self, q, k_cache, v_cache, plan: AttentionPlan) -> list[tuple[torch.Tensor | None, torch.Tensor]]:
+        """(token index or None for all, output rows) of the generated rows (one by one) and the prompt rows (a
+        tile at a time) that the plan gives the native kernels."""
+        parts = []
+        if plan.generated is not None:
+            rows = plan.generated
+            q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
+            parts.append((rows.token_index, self.native.decode_attention(q_rows, k_cache, v_cache, rows.slots,
+                                                                         rows.begins, rows.ends, self.scale)))
+        if plan.prompt is not None:
+            rows = plan.prompt
+            q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
+            parts.append((rows.token_index, self.native.prompt_attention(q_rows, k_cache, v_cache, rows.slots,
+                                                                         rows.seq_begins, rows.seqs, rows.ends,
+                                                                         self.scale)))
+        return parts
 
     @staticmethod
     def gather_rows(cache: torch.Tensor, rows: torch.Tensor, shape: tuple) -> torch.Tensor:

@@ -87,20 +87,6 @@ struct Partial {  // one task's softmax state per query head of its group: max, 
 using radixgate::f32x16;
 using namespace radixgate;
 
-inline f32x16 exp16_nonpositive(f32x16 x) {  // exp_nonpositive on 16 lanes, the same steps
-  x = max16(x, set16(-87.0f));
-  const f32x16 n = floor16(fma16(x, set16(1.44269504088896341f), set16(0.5f)));
-  const f32x16 r = fma16(n, set16(2.12194440e-4f), fnma16(n, set16(0.693359375f), x));
-  f32x16 p = set16(1.9875691500e-4f);
-  p = fma16(p, r, set16(1.3981999507e-3f));
-  p = fma16(p, r, set16(8.3334519073e-3f));
-  p = fma16(p, r, set16(4.1665795894e-2f));
-  p = fma16(p, r, set16(1.6666665459e-1f));
-  p = fma16(p, r, set16(5.0000001201e-1f));
-  p = fma16(mul16(p, r), r, add16(r, set16(1.0f)));
-  return mul16(p, pow2_16(n));
-}
-
 constexpr int64_t MAX_VECTORS = 8;  // head_dim up to 128 on this path
 constexpr int64_t MAX_GROUP = 8;    // query heads per kv head on this path
 

@@ -147,6 +147,22 @@ inline f32x16 keep_first16(f32x16 v, int64_t count) {
   return load16(lanes);
 }
 
+// exp(x) for lanes x <= 0 (scores minus their max), float32, ~2 ulp (decode_attention.cpp's exp_nonpositive,
+// the same steps on 16 lanes)
+inline f32x16 exp16_nonpositive(f32x16 x) {
+  x = max16(x, set16(-87.0f));
+  const f32x16 n = floor16(fma16(x, set16(1.44269504088896341f), set16(0.5f)));
+  const f32x16 r = fma16(n, set16(2.12194440e-4f), fnma16(n, set16(0.693359375f), x));
+  f32x16 p = set16(1.9875691500e-4f);
+  p = fma16(p, r, set16(1.3981999507e-3f));
+  p = fma16(p, r, set16(8.3334519073e-3f));
+  p = fma16(p, r, set16(4.1665795894e-2f));
+  p = fma16(p, r, set16(1.6666665459e-1f));
+  p = fma16(p, r, set16(5.0000001201e-1f));
+  p = fma16(mul16(p, r), r, add16(r, set16(1.0f)));
+  return mul16(p, pow2_16(n));
+}
+
 // the first ``count`` (1..16) float32 lanes of ``acc`` to dst, each rounded once to T
 template <typename T>
 inline void store_lanes(T* dst, f32x16 acc, int64_t count) {

@@ -95,8 +95,8 @@ def test_bad_rows_are_refused(native, spans, slots, message):
 
 
 def test_a_mixed_batch_splits_generated_rows_from_prompt_rows(native):
-    """Prompt rows take the matmul path, generated rows (decode and verify) the native kernel; each row's bits
-    equal those it gets alone on its path, and both paths stay close to the reference."""
+    """Prompt rows take the prompt-row kernel, generated rows (decode and verify) the decode kernel; each row's
+    bits equal those it gets alone on its path, and both paths stay close to the reference."""
     dtype, d = torch.bfloat16, 64
     pool = make_pool(dtype, d)
     attention = PagedAttention(pool, KVH * G, KVH, d)

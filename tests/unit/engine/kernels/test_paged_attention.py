@@ -1,5 +1,6 @@
-"""Paged attention: the shared-prefix ("cascade") path is exact, and every query's output is
-bit-for-bit the same whatever batch, bucket, piece or cascade it is attended in."""
+"""Paged attention's matmul groups (the path without native kernels, and of windowed layers): the
+shared-prefix ("cascade") path is exact, and every query's output is bit-for-bit the same whatever batch,
+bucket, piece or cascade it is attended in. (The native prompt-row kernel: test_prompt_attention.py.)"""
 
 from types import SimpleNamespace
 
@@ -39,7 +40,7 @@ def reference(pool, q, seq_kv_slots, q_lens):
 def attend(pool, q, seq_kv_slots, q_lens):
     """Run the attention of one layer over the pool as it is (the new K/V are re-written unchanged)."""
     batch = make_forward_batch([[0] * n for n in q_lens], seq_kv_slots)
-    attention = PagedAttention(pool, KVH * G, KVH, D)
+    attention = PagedAttention(pool, KVH * G, KVH, D, native=False)  # the matmul groups (no native kernels)
     plan = attention.plan(batch)
     k_new = pool.k_cache[0][batch.out_slots].clone()
     v_new = pool.v_cache[0][batch.out_slots].clone()
