@@ -161,14 +161,8 @@ def plan_prompt_rows(batch: ForwardBatch, device) -> PromptRows:
             ends.extend(range(kv_len - q_len + 1, kv_len + 1))
             offset += kv_len
         token_start += q_len
-    is_all = len(token_index) == batch.num_tokens
-    return PromptRows(
-        token_index=None if is_all else torch.tensor(token_index, dtype=torch.long, device=device),
-        slots=torch.cat(slots).to(device),
-        seq_begins=torch.tensor(begins, dtype=torch.long, device=device),
-        seqs=torch.tensor(seqs, dtype=torch.long, device=device),
-        ends=torch.tensor(ends, dtype=torch.long, device=device),
-    )
+    return PromptRows(rows_index(token_index, batch.num_tokens, device), torch.cat(slots).to(device),
+                      long_tensor(begins, device), long_tensor(seqs, device), long_tensor(ends, device))
 
 
 def plan_generated_rows(batch: ForwardBatch, window: int | None, device) -> GeneratedRows:
@@ -186,13 +180,17 @@ def plan_generated_rows(batch: ForwardBatch, window: int | None, device) -> Gene
                 ends.append(offset + end)
             offset += kv_len
         token_start += q_len
-    is_all = len(token_index) == batch.num_tokens
-    return GeneratedRows(
-        token_index=None if is_all else torch.tensor(token_index, dtype=torch.long, device=device),
-        slots=torch.cat(slots).to(device),
-        begins=torch.tensor(begins, dtype=torch.long, device=device),
-        ends=torch.tensor(ends, dtype=torch.long, device=device),
-    )
+    return GeneratedRows(rows_index(token_index, batch.num_tokens, device), torch.cat(slots).to(device),
+                         long_tensor(begins, device), long_tensor(ends, device))
+
+
+def long_tensor(values: list[int], device) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.long, device=device)
+
+
+def rows_index(token_index: list[int], num_tokens: int, device) -> torch.Tensor | None:
+    """The rows of q a by-row kernel takes, or None when it takes all of them in order."""
+    return None if len(token_index) == num_tokens else long_tensor(token_index, device)
 
 
 def plan_group(batch: ForwardBatch, units: list[Unit], num_kv_heads: int, group_size: int, window: int | None,

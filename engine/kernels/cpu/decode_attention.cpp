@@ -254,12 +254,7 @@ void run(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cac
 
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& slots, const at::Tensor& begins, const at::Tensor& ends, double scale) {
-  TORCH_CHECK(q.dim() == 3 && k_cache.dim() == 3 && v_cache.sizes() == k_cache.sizes(), "bad shapes");
-  TORCH_CHECK(q.stride(2) == 1 && k_cache.is_contiguous() && v_cache.is_contiguous(),
-              "the pool must be contiguous and q's head_dim dense");
-  TORCH_CHECK(q.scalar_type() == k_cache.scalar_type() && v_cache.scalar_type() == k_cache.scalar_type(),
-              "q and the pool must share a dtype");
-  TORCH_CHECK(q.size(2) == k_cache.size(2) && q.size(1) % k_cache.size(1) == 0, "head shapes do not match");
+  radixgate::check_attention_inputs(q, k_cache, v_cache);
   TORCH_CHECK(slots.scalar_type() == at::kLong && begins.scalar_type() == at::kLong && ends.scalar_type() == at::kLong,
               "slots, begins and ends must be int64");
   TORCH_CHECK(begins.numel() == q.size(0) && ends.numel() == q.size(0), "one (begin, end) per query row");

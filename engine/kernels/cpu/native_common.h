@@ -1,6 +1,7 @@
 // Helpers shared by radixgate's native CPU kernels (engine.kernels.cpu.native builds them).
 #pragma once
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 
@@ -16,6 +17,17 @@
 #endif
 
 namespace radixgate {
+
+// The checks every attention kernel makes of its query rows and its pool layer: q (N, H, D) with a dense
+// head_dim, k/v (S, KVH, D) contiguous, one dtype, H a multiple of KVH.
+inline void check_attention_inputs(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache) {
+  TORCH_CHECK(q.dim() == 3 && k_cache.dim() == 3 && v_cache.sizes() == k_cache.sizes(), "bad shapes");
+  TORCH_CHECK(q.stride(2) == 1 && k_cache.is_contiguous() && v_cache.is_contiguous(),
+              "the pool must be contiguous and q's head_dim dense");
+  TORCH_CHECK(q.scalar_type() == k_cache.scalar_type() && v_cache.scalar_type() == k_cache.scalar_type(),
+              "q and the pool must share a dtype");
+  TORCH_CHECK(q.size(2) == k_cache.size(2) && q.size(1) % k_cache.size(1) == 0, "head shapes do not match");
+}
 
 inline float to_float(float v) { return v; }
 inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half of a float32

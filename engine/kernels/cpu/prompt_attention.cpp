@@ -318,12 +318,7 @@ bool prompt_attention_available() { return true; }
 at::Tensor prompt_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& seq_slots, const at::Tensor& seq_begins, const at::Tensor& row_seqs,
                             const at::Tensor& row_ends, double scale) {
-  TORCH_CHECK(q.dim() == 3 && k_cache.dim() == 3 && v_cache.sizes() == k_cache.sizes(), "bad shapes");
-  TORCH_CHECK(q.stride(2) == 1 && k_cache.is_contiguous() && v_cache.is_contiguous(),
-              "the pool must be contiguous and q's head_dim dense");
-  TORCH_CHECK(q.scalar_type() == k_cache.scalar_type() && v_cache.scalar_type() == k_cache.scalar_type(),
-              "q and the pool must share a dtype");
-  TORCH_CHECK(q.size(2) == k_cache.size(2) && q.size(1) % k_cache.size(1) == 0, "head shapes do not match");
+  radixgate::check_attention_inputs(q, k_cache, v_cache);
   TORCH_CHECK(q.size(2) % 16 == 0, "head_dim must be a multiple of 16");
   for (const auto* t : {&seq_slots, &seq_begins, &row_seqs, &row_ends})
     TORCH_CHECK(t->scalar_type() == at::kLong, "slots, begins, sequences and ends must be int64");
