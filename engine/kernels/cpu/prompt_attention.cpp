@@ -13,7 +13,8 @@
 // and its running (max, sum, values) are rescaled and extended chunk after chunk. Rows are processed in tiles
 // that share each chunk's keys (transposed once, then every row's scores are plain multiply-adds); a row that
 // sees fewer keys than the tile's longest gets probability exactly 0 for the rest, which adds exactly nothing
-// (its value sums start at +0 and never become -0). So the bits do not depend on the tile, the batch, the
+// (its value sums start at +0 and never become -0; the one exception would be a value sum in the denormal
+// range, which vdpbf16ps flushes to zero on every step). So the bits do not depend on the tile, the batch, the
 // thread count or whether the keys were cached: a prompt's rows get the same bits alone, in chunks, or as
 // suffixes behind a cached prefix. Scores, probabilities and value sums stay float32; the output is rounded
 // once to q's dtype.
