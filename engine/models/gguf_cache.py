@@ -4,7 +4,8 @@ The cache directory (``<cache root>/<gguf stem>-<hash of its path>``) holds ``mo
 (dequantized fp32 weights, HF names; a tied LM head is not stored),
 ``config.json``, the tokenizer files and ``source.json`` (path, size and mtime
 of the GGUF it came from; a different source rebuilds the cache). It is written
-to a temporary sibling and renamed, so a crash never leaves half a cache.
+to a temporary sibling and renamed, so a crash never leaves half a cache; a lock
+file beside it lets one process build it while the others wait.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from safetensors.torch import save_file
 
 logger = logging.getLogger(__name__)
@@ -84,6 +86,12 @@ def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
     # one folder per GGUF path, so two installs of the same file (two venvs) do not rebuild each other's
     path_key = hashlib.sha1(str(gguf_path.resolve()).encode()).hexdigest()[:10]
     cache_dir = (cache_root or default_cache_root()) / f"{gguf_path.stem}-{path_key}"
-    if not is_cache_valid(cache_dir, gguf_path):
-        build_gguf_cache(gguf_path, cache_dir)
+    if is_cache_valid(cache_dir, gguf_path):
+        return cache_dir
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    # one process dequantizes; the others (two test workers, two servers started at once) wait and read it,
+    # rather than replacing a cache that the first one is already loading
+    with FileLock(cache_dir.parent / f".{cache_dir.name}.lock"):
+        if not is_cache_valid(cache_dir, gguf_path):
+            build_gguf_cache(gguf_path, cache_dir)
     return cache_dir
