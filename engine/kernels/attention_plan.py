@@ -17,14 +17,15 @@ Because every query always meets the same blocks in the same order, whatever
 group, piece or cascade it lands in, its result does not depend on the batch
 (see engine.kernels.paged_attention).
 
-Where the attention has a kernel for single query rows (``by_row``: the
-native CPU kernel), the rows of generated tokens (``seq_is_generated``) skip
-the groups: ``GeneratedRows`` lists each row's keys as a range of one flat
-slot list, and the kernel attends them row by row. Where it also has the
-prompt-row kernel (``prompt_by_row``; no sliding window), every other row
-skips the groups too: ``PromptRows`` lists each sequence's slots once and
-each row's sequence and key count, and the kernel attends a sequence's rows
-a tile at a time, each row still on its own.
+Where the native CPU kernels build, the groups are not needed. With the
+chunk kernel (``by_chunks``: AVX2 or AVX-512, and the layer has no sliding
+window) every row, prompt or generated, goes to ``KernelRows``: each
+sequence's slots once, and each row's sequence and key count; the kernel
+attends rows a tile at a time over chunks of keys, each row still on its own.
+Otherwise (``by_row`` alone) only the rows of generated tokens
+(``seq_is_generated``) skip the groups: ``GeneratedRows`` lists each row's
+keys as a range of one flat slot list, and the decode kernel attends them row
+by row.
 """
 
 from __future__ import annotations
@@ -79,12 +80,12 @@ class GeneratedRows:
 
 
 @dataclass
-class PromptRows:
-    """Prompt rows for the prompt-row kernel: row n reads the first ends[n] of its sequence's slots, which
-    start at seq_begins[seqs[n]] in ``slots``; a sequence's rows are consecutive, in position order."""
+class KernelRows:
+    """The rows of the chunk kernel: row n reads the first ends[n] of its sequence's slots, which start at
+    seq_begins[seqs[n]] in ``slots``; a sequence's rows are consecutive, in position order."""
 
     token_index: torch.Tensor | None  # (N,) rows of q, in order; None = all T tokens
-    slots: torch.Tensor  # (M,) long: every prompt sequence's key slots, once
+    slots: torch.Tensor  # (M,) long: every sequence's key slots, once
     seq_begins: torch.Tensor  # (S,) long
     seqs: torch.Tensor  # (N,) long
     ends: torch.Tensor  # (N,) long
@@ -96,7 +97,7 @@ class AttentionPlan:
     num_tokens: int
     groups: list[AttentionGroup]
     generated: GeneratedRows | None = None
-    prompt: PromptRows | None = None
+    rows: KernelRows | None = None
 
 
 def split_units(batch: ForwardBatch, skipped: list[bool] | None = None) -> tuple[dict[int, list[Unit]], list[Unit]]:
@@ -128,14 +129,12 @@ def length_bucket(q_len: int) -> int:
 
 
 def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, window: int | None, dtype: torch.dtype,
-                   device, by_row: bool = False, prompt_by_row: bool = False) -> AttentionPlan:
-    """``by_row``: the rows of generated tokens go to GeneratedRows instead of the groups; ``prompt_by_row``
-    (with ``by_row``, no window): every other row goes to PromptRows, and there are no groups."""
+                   device, by_row: bool = False, by_chunks: bool = False) -> AttentionPlan:
+    """``by_row``: the rows of generated tokens go to GeneratedRows instead of the groups; ``by_chunks``
+    (with ``by_row``, no window): every row goes to KernelRows, and there are no groups."""
+    if by_row and by_chunks and window is None:
+        return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, [], None, plan_kernel_rows(batch, device))
     is_generated = batch.seq_is_generated or [False] * len(batch.seq_q_lens)
-    if by_row and prompt_by_row and window is None:
-        generated = plan_generated_rows(batch, window, device) if any(is_generated) else None
-        prompt = plan_prompt_rows(batch, device) if not all(is_generated) else None
-        return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, [], generated, prompt)
     by_row = by_row and any(is_generated)
     skipped = batch.seq_is_generated if by_row else None
     buckets, pieces = split_units(batch, skipped)
@@ -145,23 +144,19 @@ def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, wind
     return AttentionPlan(batch.out_slots.to(device), batch.num_tokens, groups, generated)
 
 
-def plan_prompt_rows(batch: ForwardBatch, device) -> PromptRows:
-    """The query rows of the sequences that are not generated; a row at position p reads keys [0, p]."""
-    is_generated = batch.seq_is_generated or [False] * len(batch.seq_q_lens)
+def plan_kernel_rows(batch: ForwardBatch, device) -> KernelRows:
+    """Every query row of the batch, prompt or generated; a row at position p reads keys [0, p]."""
     token_index, seqs, ends, slots, begins = [], [], [], [], []
     token_start = offset = 0
-    for q_len, kv_len, kv_slots, generated in zip(batch.seq_q_lens, batch.seq_kv_lens, batch.seq_kv_slots,
-                                                  is_generated):
-        if not generated:
-            seq = len(begins)
-            begins.append(offset)
-            slots.append(kv_slots[:kv_len])
-            token_index.extend(range(token_start, token_start + q_len))
-            seqs.extend([seq] * q_len)
-            ends.extend(range(kv_len - q_len + 1, kv_len + 1))
-            offset += kv_len
+    for seq, (q_len, kv_len, kv_slots) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens, batch.seq_kv_slots)):
+        begins.append(offset)
+        slots.append(kv_slots[:kv_len])
+        token_index.extend(range(token_start, token_start + q_len))
+        seqs.extend([seq] * q_len)
+        ends.extend(range(kv_len - q_len + 1, kv_len + 1))
+        offset += kv_len
         token_start += q_len
-    return PromptRows(rows_index(token_index, batch.num_tokens, device), torch.cat(slots).to(device),
+    return KernelRows(rows_index(token_index, batch.num_tokens, device), torch.cat(slots).to(device),
                       long_tensor(begins, device), long_tensor(seqs, device), long_tensor(ends, device))
 
 

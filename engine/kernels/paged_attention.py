@@ -33,21 +33,23 @@ the group's), so there the last bit may still move. The attention is written as
 explicit matmuls rather than torch's SDPA so that this block order, and hence
 the invariance, is this module's to keep.
 
-Rows of generated tokens (decode and speculative verify) run instead on the
-native CPU kernel when it builds (engine.kernels.cpu.native): one call per
-layer for all of them, each row attended alone in float32 and rounded once,
-so these rows too get the same bits in any batch. Their bits differ from what
-the prompt path gives the same token as a prompt row, so such K/V must never
-stand in for a prompt's: ``generated_kv_is_shareable`` is then False and the
-radix tree keeps only prompt tokens (engine.cache_manager).
+Where the native CPU kernels build with vectors (AVX2 or AVX-512) and the layer
+has no sliding window, every row instead runs on the chunk kernel
+(``chunk_attention.cpp``): rows a tile at a time over 256-key chunks of their
+slots (a chunk's keys laid out once for the tile: the rows of one prompt, or
+the decode rows of many sequences that share a cached prefix), each row with its
+own float32 softmax per chunk, the chunks merged in order. A row gets the same
+bits alone, in any chunk of its prompt, behind any cached prefix and at any
+batch size. Elsewhere (windowed layers, head dims that are not a multiple of
+16, no vectors) the rows of generated tokens run on the decode kernel
+(``decode_attention.cpp``, each row alone in float32) and prompt rows on the
+matmul groups above.
 
-Prompt rows, too, run on a native kernel where it builds with vectors (AVX2 or
-AVX-512) and the layer has no sliding window (``prompt_attention.cpp``): the
-rows of one sequence a tile at a time over 256-key chunks of its slots (the
-chunk's keys laid out once for the tile), each row with its own float32 online
-softmax in chunk order from the sequence's first key, so a prompt row gets the
-same bits alone, in any chunk and behind any cached prefix. The matmul groups
-above then serve only where it does not build (or for windowed layers).
+Generated rows' bits differ from what a prompt row would give the same token
+(their linears are the native row products, engine.kernels.row_split), so with
+a native kernel such K/V must never stand in for a prompt's:
+``generated_kv_is_shareable`` is then False and the radix tree keeps only
+prompt tokens (engine.cache_manager).
 """
 
 from __future__ import annotations
@@ -105,8 +107,8 @@ class PagedAttention:
     """Attention over a slot-indexed KV pool; ``plan`` once per forward, ``forward`` per layer."""
 
     def __init__(self, pool, num_heads: int, num_kv_heads: int, head_dim: int, native: bool = True) -> None:
-        """``native``: run generated rows on the native CPU kernel where it builds (CPU pools of float32 or
-        bfloat16 only)."""
+        """``native``: run rows on the native CPU kernels where they build (CPU pools of float32 or bfloat16
+        only)."""
         if num_heads % num_kv_heads:
             raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
         self.pool = pool
@@ -118,8 +120,8 @@ class PagedAttention:
         self.tile_rows = tile_rows(l2_cache_bytes())  # sysfs is read on the first construction only
         k0 = pool.k_cache[0]
         self.native = native_for(k0.dtype, k0.device) if native else None
-        self.prompt_by_row = (self.native is not None and getattr(self.native, "has_prompt_attention", False)
-                              and head_dim % 16 == 0)
+        self.by_chunks = (self.native is not None and getattr(self.native, "has_chunk_attention", False)
+                          and head_dim % 16 == 0)
 
     @property
     def generated_kv_is_shareable(self) -> bool:
@@ -128,7 +130,7 @@ class PagedAttention:
 
     def plan(self, batch: ForwardBatch, window: int | None = None, device="cpu") -> AttentionPlan:
         return plan_attention(batch, self.num_kv_heads, self.group_size, window, self.pool.k_cache[0].dtype, device,
-                              by_row=self.native is not None, prompt_by_row=self.prompt_by_row)
+                              by_row=self.native is not None, by_chunks=self.by_chunks)
 
     def forward(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan) -> torch.Tensor:
         """q (T, H, D), k/v (T, KVH, D) in the pool's dtype -> (T, H * D); writes k/v into the pool at out_slots."""
@@ -151,20 +153,20 @@ class PagedAttention:
         return out
 
     def _by_row_parts(self, q, k_cache, v_cache, plan: AttentionPlan) -> list[tuple[torch.Tensor | None, torch.Tensor]]:
-        """(token index or None for all, output rows) of the generated rows (one by one) and the prompt rows (a
-        tile at a time) that the plan gives the native kernels."""
+        """(token index or None for all, output rows) of the rows that the plan gives the native kernels: every
+        row to the chunk kernel, or the generated rows to the decode kernel."""
         parts = []
         if plan.generated is not None:
             rows = plan.generated
             q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
             parts.append((rows.token_index, self.native.decode_attention(q_rows, k_cache, v_cache, rows.slots,
                                                                          rows.begins, rows.ends, self.scale)))
-        if plan.prompt is not None:
-            rows = plan.prompt
+        if plan.rows is not None:
+            rows = plan.rows
             q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
-            parts.append((rows.token_index, self.native.prompt_attention(q_rows, k_cache, v_cache, rows.slots,
-                                                                         rows.seq_begins, rows.seqs, rows.ends,
-                                                                         self.scale)))
+            parts.append((rows.token_index, self.native.chunk_attention(q_rows, k_cache, v_cache, rows.slots,
+                                                                        rows.seq_begins, rows.seqs, rows.ends,
+                                                                        self.scale)))
         return parts
 
     @staticmethod

@@ -4,10 +4,10 @@
 
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& slots, const at::Tensor& begins, const at::Tensor& ends, double scale);
-at::Tensor prompt_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+at::Tensor chunk_attention(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
                             const at::Tensor& seq_slots, const at::Tensor& seq_begins, const at::Tensor& row_seqs,
                             const at::Tensor& row_ends, double scale);
-bool prompt_attention_available();
+bool chunk_attention_available();
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 at::Tensor add_rms_norm(at::Tensor& hidden, const at::Tensor& delta, const at::Tensor& weight, double eps);
 at::Tensor rotary(const at::Tensor& qkv, int64_t heads, int64_t head_dim, const at::Tensor& cos,
@@ -19,8 +19,8 @@ at::Tensor int8_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor&
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("decode_attention", &decode_attention, "attention of single query rows over the paged KV pool");
-  m.def("prompt_attention", &prompt_attention, "causal attention of prompt rows, many rows per key chunk");
-  m.attr("has_prompt_attention") = prompt_attention_available();
+  m.def("chunk_attention", &chunk_attention, "attention of many query rows per chunk of keys (prompt and generated rows)");
+  m.attr("has_chunk_attention") = chunk_attention_available();
   m.def("rms_norm", &rms_norm, "RMSNorm of each row, float32 inside, rounded once");
   m.def("dense_rows", &dense_rows, "x @ w.T for a few rows over a lane-packed weight, row-invariant");
   m.def("int4_rows", &int4_rows, "x @ dequant(q).T for a few rows over lane-packed int4 weights, row-invariant");

@@ -1,6 +1,6 @@
-"""The native attention of generated rows: close to a float64 reference, each row's bits independent of the
-batch and the thread count, bad inputs refused, and mixed batches (prompt rows beside generated ones) split
-between it and the matmul path."""
+"""The native decode kernel (generated rows where the chunk kernel does not serve: windowed layers, head dims
+that are not a multiple of 16): close to a float64 reference, each row's bits independent of the batch and
+the thread count, bad inputs refused; and mixed batches giving every row its bits alone on either path."""
 
 from types import SimpleNamespace
 
@@ -94,10 +94,12 @@ def test_bad_rows_are_refused(native, spans, slots, message):
         run(native, pool, torch.zeros(1, KVH * G, 64), torch.tensor(slots), spans)
 
 
-def test_a_mixed_batch_splits_generated_rows_from_prompt_rows(native):
-    """Prompt rows take the prompt-row kernel, generated rows (decode and verify) the decode kernel; each row's
-    bits equal those it gets alone on its path, and both paths stay close to the reference."""
-    dtype, d = torch.bfloat16, 64
+@pytest.mark.parametrize("d", [64, 24])
+def test_a_mixed_batch_gives_each_row_its_bits_alone(native, d):
+    """Every row takes the chunk kernel where head_dim is a multiple of 16 (64); otherwise (24) generated rows
+    (decode and verify) take the decode kernel and prompt rows the matmul groups. Either way each row's bits
+    equal those it gets alone, and every row stays close to the reference."""
+    dtype = torch.bfloat16
     pool = make_pool(dtype, d)
     attention = PagedAttention(pool, KVH * G, KVH, d)
     assert attention.native is not None and not attention.generated_kv_is_shareable
@@ -116,8 +118,13 @@ def test_a_mixed_batch_splits_generated_rows_from_prompt_rows(native):
         return attention.forward(0, rows, k_new, v_new, plan), plan
 
     together, plan = attend([0, 1, 2, 3])
-    assert plan.generated.token_index.tolist() == [0, 21, 22, 23]
-    assert plan.generated.ends.tolist() == [300, 300 + 398, 300 + 399, 300 + 400]  # verify rows: causal
+    if d == 64:
+        assert plan.generated is None and plan.groups == [] and plan.rows.token_index is None
+        assert plan.rows.ends.tolist() == [300, *range(1, 21), 398, 399, 400, 1, 2, 3]  # verify rows: causal
+    else:
+        assert plan.rows is None and len(plan.groups) == 2  # the 20-row prompt and the 3-row one
+        assert plan.generated.token_index.tolist() == [0, 21, 22, 23]
+        assert plan.generated.ends.tolist() == [300, 300 + 398, 300 + 399, 300 + 400]
     row = 0
     for i in range(4):
         alone, _ = attend([i])

@@ -1,6 +1,6 @@
 """Paged attention's matmul groups (the path without native kernels, and of windowed layers): the
 shared-prefix ("cascade") path is exact, and every query's output is bit-for-bit the same whatever batch,
-bucket, piece or cascade it is attended in. (The native prompt-row kernel: test_prompt_attention.py.)"""
+bucket, piece or cascade it is attended in. (The native chunk kernel: test_chunk_attention.py.)"""
 
 from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""The native attention of prompt rows (prompt_attention.cpp): close to a float64 reference, each row's bits
+"""The native attention of prompt rows (chunk_attention.cpp): close to a float64 reference, each row's bits
 independent of the rows around it (alone, in any chunk of its prompt, behind a cached prefix, one thread or
 two), bad inputs refused, and PagedAttention sending every prompt row there (the matmul groups only for
 windowed layers)."""
@@ -20,7 +20,7 @@ TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 3e-2}  # bfloat16: probabiliti
 def native():
     module = native_kernels()
     assert module is not None, "the native CPU kernels must build where the tests run (a C++ compiler is needed)"
-    if not module.has_prompt_attention:
+    if not module.has_chunk_attention:
         pytest.skip("this CPU has neither AVX2 + FMA nor AVX-512: prompt rows take the matmul groups")
     return module
 
@@ -41,7 +41,7 @@ def reference_row(pool, q_row, slots):
 def attend(native, pool, q, seq_slots: list[torch.Tensor], rows: list[tuple[int, int]]):
     """rows: (sequence, keys visible) per query row."""
     begins = torch.tensor([0] + [len(s) for s in seq_slots[:-1]]).cumsum(0)
-    return native.prompt_attention(q, pool.k_cache[0], pool.v_cache[0], torch.cat(seq_slots), begins,
+    return native.chunk_attention(q, pool.k_cache[0], pool.v_cache[0], torch.cat(seq_slots), begins,
                                    torch.tensor([s for s, _ in rows]), torch.tensor([e for _, e in rows]), D**-0.5)
 
 
@@ -99,29 +99,71 @@ def test_bad_rows_are_refused(native, seqs, rows, message):
     pool = make_pool(torch.float32)
     q = torch.zeros(1, KVH * G, D)
     with pytest.raises(RuntimeError, match=message):
-        native.prompt_attention(q, pool.k_cache[0], pool.v_cache[0], torch.arange(8), torch.tensor([0]),
+        native.chunk_attention(q, pool.k_cache[0], pool.v_cache[0], torch.arange(8), torch.tensor([0]),
                                 torch.tensor(seqs), torch.tensor(rows), 0.125)
 
 
 def test_rows_of_a_sequence_out_of_position_order_are_refused(native):
     pool = make_pool(torch.float32)
     with pytest.raises(RuntimeError, match="position order"):
-        native.prompt_attention(torch.zeros(2, KVH * G, D), pool.k_cache[0], pool.v_cache[0], torch.arange(8),
+        native.chunk_attention(torch.zeros(2, KVH * G, D), pool.k_cache[0], pool.v_cache[0], torch.arange(8),
                                 torch.tensor([0]), torch.tensor([0, 0]), torch.tensor([5, 4]), 0.125)
 
 
-def test_paged_attention_sends_prompt_rows_to_the_kernel_and_windowed_layers_to_the_groups(native):
+def test_paged_attention_sends_every_row_to_the_kernel_and_windowed_layers_elsewhere(native):
     pool = make_pool(torch.bfloat16)
     attention = PagedAttention(pool, KVH * G, KVH, D)
-    assert attention.prompt_by_row
+    assert attention.by_chunks
     batch = make_forward_batch([[0] * 20, [0]], [list(range(100, 140)), list(range(300, 350))])
     batch.seq_is_generated = [False, True]
     plan = attention.plan(batch)
-    assert plan.groups == [] and plan.prompt.token_index.tolist() == list(range(20))
-    assert plan.prompt.ends.tolist() == list(range(21, 41)) and plan.generated.token_index.tolist() == [20]
+    assert plan.groups == [] and plan.generated is None and plan.rows.token_index is None
+    assert plan.rows.ends.tolist() == [*range(21, 41), 50] and plan.rows.seqs.tolist() == [0] * 20 + [1]
     q = torch.randn(21, KVH * G, D).to(torch.bfloat16)
     out = attention.forward(0, q, pool.k_cache[0][batch.out_slots].clone(), pool.v_cache[0][batch.out_slots].clone(),
                             plan)
     assert torch.equal(out[:20], attend(native, pool, q[:20], [torch.arange(100, 140)], [(0, e) for e in range(21, 41)]))
+    assert torch.equal(out[20:], attend(native, pool, q[20:], [torch.arange(300, 350)], [(0, 50)]))
     windowed = attention.plan(batch, window=8)
-    assert windowed.prompt is None and len(windowed.groups) == 1
+    assert windowed.rows is None and len(windowed.groups) == 1 and windowed.generated.token_index.tolist() == [20]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decode_rows_sharing_a_prefix_get_their_bits_alone_at_any_batch_and_thread_count(native, dtype):
+    """The cascade: decode rows of many sequences over one cached prefix share each chunk's layout (and, with
+    few tiles, a row's chunks spread over the threads); every row still gets the bits it gets alone, on one
+    thread, and stays close to the reference. Sequences diverge at different points: inside a chunk, at a
+    chunk edge, or not at all (the same slots as another, as after a fork)."""
+    pool = make_pool(dtype)
+    gen = torch.Generator().manual_seed(4)
+    perm = torch.randperm(NUM_SLOTS, generator=gen)
+    prefix = perm[:1100]
+    own = iter(perm[1100:].split(60))
+    seqs = [torch.cat([prefix[:n], next(own)]) for n in (1100, 1100, 1024, 1000, 600, 1100, 1100, 255, 1100)]
+    seqs[6] = seqs[5]  # a fork: the same slots as the one before
+    short = torch.cat([prefix[:30], next(own)[:5]])  # shorter than a chunk: tiled alone
+    seqs.append(short)
+    # one decode row per sequence, one sequence with 3 verify rows, the short one
+    rows = [(s, len(seqs[s])) for s in range(9)] + [(1, len(seqs[1]) - 2), (1, len(seqs[1]) - 1), (9, len(short))]
+    rows.sort()  # a sequence's rows together, in position order
+    q = torch.randn(len(rows), KVH * G, D, generator=gen).to(dtype)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # every tile whole on the calling thread, chunk after chunk
+        one_thread = attend(native, pool, q, seqs, rows)
+        torch.set_num_threads(2)  # a lone row: its chunks as tasks on both threads, merged afterwards
+        together = attend(native, pool, q, seqs, rows)
+        alone = [attend(native, pool, q[n : n + 1], [seqs[s]], [(0, e)]) for n, (s, e) in enumerate(rows)]
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one_thread, together)
+    for n, (s, e) in enumerate(rows):
+        assert torch.equal(alone[n][0], together[n]), n
+        assert torch.allclose(together[n].double(), reference_row(pool, q[n], seqs[s][:e]), atol=TOLERANCE[dtype],
+                              rtol=0), n
+    # the same rows among many more (more tiles than threads: no chunk tasks), in another order
+    extra = [torch.cat([prefix, next(own)]) for _ in range(12)]
+    crowd_rows = [(s, len(extra[s])) for s in range(12)] + [(s + 12, e) for s, e in rows]
+    crowd_q = torch.cat([torch.randn(12, KVH * G, D, generator=gen).to(dtype), q])
+    crowd = attend(native, pool, crowd_q, extra + seqs, crowd_rows)
+    assert torch.equal(crowd[12:], together)
