@@ -47,6 +47,7 @@ constexpr int64_t TILE_ROWS = 32;      // query rows (tokens) per tile
 constexpr int64_t SHORT_ROWS = 8;      // segments up to this long may share a tile with other sequences'
 constexpr int64_t INLINE_WORK = 2048;  // keys x kv heads below which the calling thread does it all
 constexpr int64_t SPLIT_TASKS = 4;     // per thread: with fewer tile tasks, tiles split into chunk tasks
+constexpr int64_t HEAD_BLOCK = 2 * QB;  // query heads taken through a chunk's three steps at a time
 
 struct Segment {  // consecutive rows of one sequence
   int64_t seq, first_row, num_rows, longest;  // longest: the keys its last row sees
@@ -99,9 +100,10 @@ struct Scratch {  // one task's buffers, for nq = rows x G query heads; each thr
 inline void chunk_softmax(float* row, int64_t valid, int64_t nk16, float scale, float& m, float& s, uint16_t* p2) {
   const f32x16 sv = set16(scale);
   f32x16 top = set16(-INFINITY);
-  for (int64_t kb = 0; kb < valid; kb += 16)
-    top = max16(top, mul16(load_first16(row + kb, valid - kb, -INFINITY), sv));
-  m = reduce_max16(top);
+  const int64_t full = valid / 16 * 16;
+  for (int64_t kb = 0; kb < full; kb += 16) top = max16(top, load16(row + kb));
+  if (full < valid) top = max16(top, load_first16(row + full, valid - full, -INFINITY));
+  m = reduce_max16(top) * scale;  // = the max of the scaled scores: rounding x * scale (> 0) keeps their order
   const f32x16 neg_m = set16(-m);
   f32x16 sum = zero16();
   for (int64_t kb = 0; kb < nk16; kb += 16) {
@@ -146,13 +148,13 @@ void load_queries(const Context<T>& cx, const Tile& tile, int64_t h, Scratch& sc
     }
 }
 
-// Tile rows [r0, r1) (all seeing keys of the chunk at `start`, laid out in sc): each query head's chunk
-// max, sum and value sums to sc.cm, sc.cs, sc.ca.
+// Query heads [q0, q0 + nq) of the tile (all seeing keys of the chunk at `start`, laid out in sc): each one's
+// chunk max, sum and value sums to sc.cm, sc.cs, sc.ca.
 template <typename T>
-void attend_rows(const Context<T>& cx, const int64_t* ends, int64_t r0, int64_t r1, int64_t start, int64_t nk,
-                 Scratch& sc) {
+void attend_heads(const Context<T>& cx, const int64_t* ends, int64_t q0, int64_t nq, int64_t start, int64_t nk,
+                  Scratch& sc) {
   constexpr bool paired = paired_for<T>;
-  const int64_t d = cx.d, g = cx.group, q0 = r0 * g, nq = (r1 - r0) * g, nk16 = (nk + 15) / 16 * 16;
+  const int64_t d = cx.d, g = cx.group, nk16 = (nk + 15) / 16 * 16;
 #if defined(__AVX512BF16__)
   if constexpr (paired) {
     const auto* q2 = reinterpret_cast<const uint32_t*>(sc.qf) + q0 * d / 2;
@@ -175,6 +177,16 @@ void attend_rows(const Context<T>& cx, const int64_t* ends, int64_t r0, int64_t 
 #endif
   if constexpr (!paired)
     for (int64_t v = 0; v < d; v += 16) values_for(nq, sc.s + q0 * CHUNK, sc.vf + v, d, nk, sc.ca + q0 * d + v);
+}
+
+// Tile rows [r0, r1), all seeing keys of the chunk at `start`: HEAD_BLOCK query heads at a time, so that their
+// scores and probabilities stay in L1 between the three steps.
+template <typename T>
+void attend_rows(const Context<T>& cx, const int64_t* ends, int64_t r0, int64_t r1, int64_t start, int64_t nk,
+                 Scratch& sc) {
+  const int64_t q_end = r1 * cx.group;
+  for (int64_t q0 = r0 * cx.group; q0 < q_end; q0 += HEAD_BLOCK)
+    attend_heads(cx, ends, q0, std::min(HEAD_BLOCK, q_end - q0), start, nk, sc);
 }
 
 // Chunk c of a tile for kv head h: every tile row that sees keys there gets its (m_c, s_c, a_c) in sc.
