@@ -58,6 +58,17 @@ inline f32x16 add16(f32x16 a, f32x16 b) { return _mm512_add_ps(a, b); }
 inline f32x16 sub16(f32x16 a, f32x16 b) { return _mm512_sub_ps(a, b); }
 inline f32x16 mul16(f32x16 a, f32x16 b) { return _mm512_mul_ps(a, b); }
 inline f32x16 max16(f32x16 a, f32x16 b) { return _mm512_max_ps(a, b); }
+inline f32x16 min16(f32x16 a, f32x16 b) { return _mm512_min_ps(a, b); }
+inline f32x16 div16(f32x16 a, f32x16 b) { return _mm512_div_ps(a, b); }
+// 16 lanes to bfloat16, each rounded to nearest even as c10::BFloat16 rounds one float (NaN -> 0x7FC0)
+inline void store16(c10::BFloat16* p, f32x16 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i bias = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1)),
+                                        _mm512_set1_epi32(0x7FFF));
+  __m512i half = _mm512_srli_epi32(_mm512_add_epi32(bits, bias), 16);
+  half = _mm512_mask_mov_epi32(half, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(half));
+}
 inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) { return _mm512_fmadd_ps(a, b, c); }     // a b + c
 inline f32x16 fnma16(f32x16 a, f32x16 b, f32x16 c) { return _mm512_fnmadd_ps(a, b, c); }   // c - a b
 inline float reduce_add16(f32x16 v) { return _mm512_reduce_add_ps(v); }
@@ -103,6 +114,19 @@ inline f32x16 add16(f32x16 a, f32x16 b) { return {_mm256_add_ps(a.lo, b.lo), _mm
 inline f32x16 sub16(f32x16 a, f32x16 b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
 inline f32x16 mul16(f32x16 a, f32x16 b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
 inline f32x16 max16(f32x16 a, f32x16 b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+inline f32x16 min16(f32x16 a, f32x16 b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+inline f32x16 div16(f32x16 a, f32x16 b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
+inline __m256i bf16_bits8(__m256 v) {  // round to nearest even as c10::BFloat16 does (NaN -> 0x7FC0), in 32-bit lanes
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i bias = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1)),
+                                        _mm256_set1_epi32(0x7FFF));
+  const __m256i half = _mm256_srli_epi32(_mm256_add_epi32(bits, bias), 16);
+  return _mm256_blendv_epi8(half, _mm256_set1_epi32(0x7FC0), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+}
+inline void store16(c10::BFloat16* p, f32x16 v) {
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_bits8(v.lo), bf16_bits8(v.hi)), 0xD8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
+}
 inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) {
   return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
@@ -174,6 +198,9 @@ inline f32x16 exp16_nonpositive(f32x16 x) {
   p = fma16(mul16(p, r), r, add16(r, set16(1.0f)));
   return mul16(p, pow2_16(n));
 }
+
+// exp(x) for lanes of any sign, float32, ~2 ulp: x clamped to [-87, 88], where the steps above hold either way
+inline f32x16 exp16(f32x16 x) { return exp16_nonpositive(min16(x, set16(88.0f))); }
 
 // the first ``count`` (1..16) float32 lanes of ``acc`` to dst, each rounded once to T
 template <typename T>
