@@ -43,7 +43,7 @@ namespace {
 using namespace radixgate;
 using namespace radixgate::chunk;
 
-constexpr int64_t TILE_ROWS = 32;      // query rows (tokens) per tile
+constexpr int64_t TILE_ROWS = 64;      // query rows (tokens) per tile
 constexpr int64_t SHORT_ROWS = 8;      // segments up to this long may share a tile with other sequences'
 constexpr int64_t INLINE_WORK = 2048;  // keys x kv heads below which the calling thread does it all
 constexpr int64_t SPLIT_TASKS = 4;     // per thread: with fewer tile tasks, tiles split into chunk tasks
@@ -170,9 +170,8 @@ void attend_heads(const Context<T>& cx, const int64_t* ends, int64_t q0, int64_t
   std::fill(sc.ca + q0 * d, sc.ca + (q0 + nq) * d, 0.0f);
 #if defined(__AVX512BF16__)
   if constexpr (paired) {
-    for (int64_t v = 0; v < d; v += 16)
-      pair_values_for(nq, reinterpret_cast<const uint32_t*>(sc.p2 + q0 * CHUNK),
-                      reinterpret_cast<const uint32_t*>(sc.vf) + v, d, (nk + 1) / 2, sc.ca + q0 * d + v);
+    pair_values_all(nq, reinterpret_cast<const uint32_t*>(sc.p2 + q0 * CHUNK), reinterpret_cast<const uint32_t*>(sc.vf),
+                    d, (nk + 1) / 2, sc.ca + q0 * d);
   }
 #endif
   if constexpr (!paired)

@@ -11,6 +11,7 @@
 
 #include "native_common.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -210,6 +211,53 @@ inline void pair_values_for(int64_t nq, const uint32_t* p2, const uint32_t* v2, 
     if (nq > 0) pair_values_for<NQ - 1>(nq, p2, v2, d, half_nk, acc);
   }
 }
+// acc[q][all D] += sum over key pairs j < half_nk of P2[q][j] . V2[j][D], j in order, for NQ query heads and
+// all NV = D/16 blocks of dims at once (each accumulator's steps are those of value_block_pairs)
+template <int NV, int NQ>
+inline void value_block_pairs_wide(const uint32_t* p2, const uint32_t* v2, int64_t half_nk, float* acc) {
+  constexpr int64_t d = NV * 16;
+  __m512 c[NQ][NV];
+  for (int q = 0; q < NQ; ++q)
+    for (int v = 0; v < NV; ++v) c[q][v] = _mm512_loadu_ps(acc + q * d + v * 16);
+  for (int64_t j = 0; j < half_nk; ++j) {
+    __m512bh vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = (__m512bh)_mm512_loadu_si512(v2 + j * d + v * 16);
+    for (int q = 0; q < NQ; ++q) {
+      const __m512bh p = (__m512bh)_mm512_set1_epi32(static_cast<int32_t>(p2[q * (CHUNK / 2) + j]));
+      for (int v = 0; v < NV; ++v) c[q][v] = _mm512_dpbf16_ps(c[q][v], p, vv[v]);
+    }
+  }
+  for (int q = 0; q < NQ; ++q)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + q * d + v * 16, c[q][v]);
+}
+
+template <int NV, int NQ = std::min(6, (31 - NV) / NV)>
+inline void pair_values_wide(int64_t nq, const uint32_t* p2, const uint32_t* v2, int64_t half_nk, float* acc) {
+  if constexpr (NQ > 0) {
+    for (; nq >= NQ; nq -= NQ, p2 += NQ * (CHUNK / 2), acc += NQ * NV * 16)
+      value_block_pairs_wide<NV, NQ>(p2, v2, half_nk, acc);
+    if (nq > 0) pair_values_wide<NV, NQ - 1>(nq, p2, v2, half_nk, acc);
+  }
+}
+
+// nq query heads' bfloat16 probabilities (rows CHUNK/2 pairs apart) times all of the values into acc (rows of
+// d); d a multiple of 16
+inline void pair_values_all(int64_t nq, const uint32_t* p2, const uint32_t* v2, int64_t d, int64_t half_nk,
+                            float* acc) {
+  switch (d / 16) {
+    case 1: return pair_values_wide<1>(nq, p2, v2, half_nk, acc);
+    case 2: return pair_values_wide<2>(nq, p2, v2, half_nk, acc);
+    case 3: return pair_values_wide<3>(nq, p2, v2, half_nk, acc);
+    case 4: return pair_values_wide<4>(nq, p2, v2, half_nk, acc);
+    case 5: return pair_values_wide<5>(nq, p2, v2, half_nk, acc);
+    case 6: return pair_values_wide<6>(nq, p2, v2, half_nk, acc);
+    case 7: return pair_values_wide<7>(nq, p2, v2, half_nk, acc);
+    case 8: return pair_values_wide<8>(nq, p2, v2, half_nk, acc);
+    default:
+      for (int64_t v = 0; v < d; v += 16) pair_values_for(nq, p2, v2 + v, d, half_nk, acc + v);
+  }
+}
+
 #endif
 
 }  // namespace radixgate::chunk

@@ -52,7 +52,7 @@ def test_rows_match_a_float64_reference_and_keep_their_bits_alone_and_on_one_thr
     perm = torch.randperm(NUM_SLOTS, generator=gen)
     seqs = [perm[:700], perm[700:1230], perm[1230:1233]]
     # a causal chunk in the middle of a prompt (positions 240..339: across a 256-key chunk edge), a suffix of
-    # 40 rows, a 3-token prompt; 33+ rows of one sequence span two tiles
+    # 40 rows, a 3-token prompt; 65+ rows of one sequence span two tiles
     rows = [(0, e) for e in range(241, 341)] + [(1, e) for e in range(491, 531)] + [(2, e) for e in (1, 2, 3)]
     q = torch.randn(len(rows), KVH * G, D, generator=gen).to(dtype)
     out = attend(native, pool, q, seqs, rows)
