@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field, SecretStr
+
+from gateway.routing.policy import SPILL_FLOOR_TOKENS
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "RADIXGATE_"
@@ -144,7 +146,7 @@ class RoutingSettings(BaseModel):
 
     mode: str = Field(default="affinity", pattern="^(affinity|random|round_robin|least_load)$")
     epsilon: float = 0.5  # bounded load: a node takes a key while its load < (1 + epsilon) * mean
-    spill_floor_tokens: int = 16384  # ... or while its load is under this (no spilling at low load)
+    spill_floor_tokens: int = SPILL_FLOOR_TOKENS  # ... or while its load is under this (no spilling at low load)
     overload_tokens: int = 0  # a node reporting more queued + running tokens is skipped (0: no threshold)
     health_interval_s: float = 2.0  # active health and load checks of each remote (0: passive only)
     health_timeout_s: float = 5.0  # an active check slower than this marks the remote down

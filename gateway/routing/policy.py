@@ -33,8 +33,11 @@ from gateway.routing.affinity import rank
 MODES = ("affinity", "random", "round_robin", "least_load")
 
 
+SPILL_FLOOR_TOKENS = 16384  # the default floor (RoutingSettings.spill_floor_tokens takes it too)
+
+
 class RoutingPolicy:
-    def __init__(self, mode: str = "affinity", *, epsilon: float = 0.5, spill_floor_tokens: int = 0,
+    def __init__(self, mode: str = "affinity", *, epsilon: float = 0.5, spill_floor_tokens: int = SPILL_FLOOR_TOKENS,
                  overload_tokens: int = 0, max_keys: int = 100_000, rng: random.Random | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown routing mode {mode!r}; one of {MODES}")
