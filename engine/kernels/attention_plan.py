@@ -81,10 +81,10 @@ class GeneratedRows:
 
 @dataclass
 class KernelRows:
-    """The rows of the chunk kernel: row n reads the first ends[n] of its sequence's slots, which start at
-    seq_begins[seqs[n]] in ``slots``; a sequence's rows are consecutive, in position order."""
+    """The rows of the chunk kernel, all T of them in order: row n reads the first ends[n] of its sequence's
+    slots, which start at seq_begins[seqs[n]] in ``slots``; a sequence's rows are consecutive, in position
+    order."""
 
-    token_index: torch.Tensor | None  # (N,) rows of q, in order; None = all T tokens
     slots: torch.Tensor  # (M,) long: every sequence's key slots, once
     seq_begins: torch.Tensor  # (S,) long
     seqs: torch.Tensor  # (N,) long
@@ -146,18 +146,16 @@ def plan_attention(batch: ForwardBatch, num_kv_heads: int, group_size: int, wind
 
 def plan_kernel_rows(batch: ForwardBatch, device) -> KernelRows:
     """Every query row of the batch, prompt or generated; a row at position p reads keys [0, p]."""
-    token_index, seqs, ends, slots, begins = [], [], [], [], []
-    token_start = offset = 0
+    seqs, ends, slots, begins = [], [], [], []
+    offset = 0
     for seq, (q_len, kv_len, kv_slots) in enumerate(zip(batch.seq_q_lens, batch.seq_kv_lens, batch.seq_kv_slots)):
         begins.append(offset)
         slots.append(kv_slots[:kv_len])
-        token_index.extend(range(token_start, token_start + q_len))
         seqs.extend([seq] * q_len)
         ends.extend(range(kv_len - q_len + 1, kv_len + 1))
         offset += kv_len
-        token_start += q_len
-    return KernelRows(rows_index(token_index, batch.num_tokens, device), torch.cat(slots).to(device),
-                      long_tensor(begins, device), long_tensor(seqs, device), long_tensor(ends, device))
+    return KernelRows(torch.cat(slots).to(device), long_tensor(begins, device), long_tensor(seqs, device),
+                      long_tensor(ends, device))
 
 
 def plan_generated_rows(batch: ForwardBatch, window: int | None, device) -> GeneratedRows:

@@ -161,12 +161,10 @@ class PagedAttention:
             q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
             parts.append((rows.token_index, self.native.decode_attention(q_rows, k_cache, v_cache, rows.slots,
                                                                          rows.begins, rows.ends, self.scale)))
-        if plan.rows is not None:
+        if plan.rows is not None:  # every row, in order
             rows = plan.rows
-            q_rows = q if rows.token_index is None else q.index_select(0, rows.token_index)
-            parts.append((rows.token_index, self.native.chunk_attention(q_rows, k_cache, v_cache, rows.slots,
-                                                                        rows.seq_begins, rows.seqs, rows.ends,
-                                                                        self.scale)))
+            parts.append((None, self.native.chunk_attention(q, k_cache, v_cache, rows.slots, rows.seq_begins,
+                                                            rows.seqs, rows.ends, self.scale)))
         return parts
 
     @staticmethod

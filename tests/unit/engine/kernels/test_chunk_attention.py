@@ -117,7 +117,7 @@ def test_paged_attention_sends_every_row_to_the_kernel_and_windowed_layers_elsew
     batch = make_forward_batch([[0] * 20, [0]], [list(range(100, 140)), list(range(300, 350))])
     batch.seq_is_generated = [False, True]
     plan = attention.plan(batch)
-    assert plan.groups == [] and plan.generated is None and plan.rows.token_index is None
+    assert plan.groups == [] and plan.generated is None and len(plan.rows.ends) == 21  # every row, in order
     assert plan.rows.ends.tolist() == [*range(21, 41), 50] and plan.rows.seqs.tolist() == [0] * 20 + [1]
     q = torch.randn(21, KVH * G, D).to(torch.bfloat16)
     out = attention.forward(0, q, pool.k_cache[0][batch.out_slots].clone(), pool.v_cache[0][batch.out_slots].clone(),
