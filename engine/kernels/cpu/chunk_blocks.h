@@ -42,11 +42,6 @@ inline float exp_nonpositive1(float x) {  // exp16_nonpositive on one value (lan
 
 // ---- layout -------------------------------------------------------------------------------------------
 
-inline __m256 load8_as_float(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8_as_float(const c10::BFloat16* p) {  // exact widening
-  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
 inline __m256 load8_bits(const void* p) {  // 8 x 32 bits, moved as they are
   return _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
@@ -95,7 +90,7 @@ void lay_out_chunk(const Pool& pool, const int64_t* slots, int64_t nk, int64_t n
         } else if constexpr (paired) {
           r[c] = load8_bits(row_of(keys, j0 + c) + 2 * i0);
         } else {
-          r[c] = load8_as_float(row_of(keys, j0 + c) + i0);
+          r[c] = widen8(row_of(keys, j0 + c) + i0);
         }
       }
       store_transposed8(r, kt + i0 * CHUNK + j0, CHUNK);

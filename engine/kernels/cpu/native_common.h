@@ -41,6 +41,12 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
 // f32x16: 16 float32 lanes, the width every kernel's lane-wise arithmetic is written for. Each helper does the
 // same lane-wise operation on either backend, so a kernel's bits depend on its own order of operations only;
 // the horizontal sums (reduce_add16, reduce_max16) are fixed trees on each backend.
+// 8 lanes (one AVX register, on either backend): float32 as they are, bfloat16 widened exactly
+inline __m256 widen8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 widen8(const c10::BFloat16* p) {
+  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
 #if defined(__AVX512F__)
 using f32x16 = __m512;
 inline f32x16 zero16() { return _mm512_setzero_ps(); }
@@ -97,10 +103,6 @@ struct f32x16 {
 inline f32x16 zero16() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 inline f32x16 set16(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
 inline f32x16 load16(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
-inline __m256 widen8(const c10::BFloat16* p) {
-  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
 inline f32x16 load16(const c10::BFloat16* p) { return {widen8(p), widen8(p + 8)}; }
 inline __m256 widen8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
