@@ -95,7 +95,7 @@ struct Scratch {  // one task's buffers, for nq = rows x G query heads; each thr
 };
 
 // One row's scores of a chunk (its first `valid` keys visible; `scale` multiplies them first) -> its
-// probabilities exp(score - the chunk's max) in place, 0 past `valid` (paired: also to p2 in bfloat16);
+// probabilities exp(score - the chunk's max), 0 past `valid`, in place (paired: to p2 in bfloat16 instead);
 // the chunk's max and the probabilities' sum to m and s.
 inline void chunk_softmax(float* row, int64_t valid, int64_t nk16, float scale, float& m, float& s, uint16_t* p2) {
   const f32x16 sv = set16(scale);
@@ -113,10 +113,13 @@ inline void chunk_softmax(float* row, int64_t valid, int64_t nk16, float scale, 
     } else if (kb < valid) {
       e = keep_first16(exp16_nonpositive(fma16(load16(row + kb), sv, neg_m)), valid - kb);
     }
+    if (p2 != nullptr) {  // the paired value sums read only the bfloat16 copy
 #if defined(__AVX512BF16__)
-    if (p2) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p2 + kb), (__m256i)_mm512_cvtneps_pbh(e));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p2 + kb), (__m256i)_mm512_cvtneps_pbh(e));
 #endif
-    store16(row + kb, e);
+    } else {
+      store16(row + kb, e);
+    }
     sum = add16(sum, e);
   }
   s = reduce_add16(sum);
