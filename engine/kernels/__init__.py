@@ -31,7 +31,7 @@ from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
 from engine.kernels.cpu.native import native_for as native_ops
 from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
-from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear, int4_applies
+from engine.kernels.cpu.quantized_linear import GROUP_SIZE, Int4WeightLinear, Int8WeightLinear, int4_applies
 from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
@@ -63,15 +63,16 @@ class Attention(Protocol):
 def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantization: str = "none") -> Linear:
     """A linear layer over ``weight`` (out_features, in_features) in its own dtype and device: packed for
     oneDNN on a CPU that supports the dtype there, ``F.linear`` otherwise; with ``quantization`` "int8" or
-    "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype. An int4
-    weight whose in_features the int4 groups do not divide falls back to int8."""
+    "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype. A weight
+    whose in_features the groups of 32 do not divide stays dense; an int4 weight whose outputs are not a
+    multiple of 16 (torch's int4 packing) falls back to int8."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     if quantization != "none" and weight.device.type != "cpu":
         raise ValueError(f"weight-only {quantization} runs on CPU only, not on {weight.device.type}")
     if quantization == "int4" and int4_applies(weight):
         return Int4WeightLinear(weight, bias)
-    if quantization != "none":
+    if quantization != "none" and weight.shape[1] % GROUP_SIZE == 0:
         return Int8WeightLinear(weight, bias)
     return dense_linear(weight, bias)
 

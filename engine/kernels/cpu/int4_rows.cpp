@@ -1,14 +1,15 @@
 // Weight-only int4 products for a few rows at a time (generated tokens: decode and verify rows).
 //
-// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_zero (n/16, K/32, 2, 16), n) -> (M, n)
-//   The weight of torch's int4 convention (engine.kernels.cpu.quantized_linear: 4-bit q, one (scale, zero)
-//   pair per 32 inputs of an output, w = (q - 8) * scale + zero), laid out by pack_int4_lanes
-//   (engine.kernels.cpu.row_linear): blocks of 16 outputs across the vector lanes; per block and group, 16
-//   input pairs, each 16 bytes (one per output: input 2p in the low nibble, 2p + 1 in the high one); then the
-//   group's 16 scales and 16 zeros. n is padded to a multiple of 16 with zeros.
-//   y_o = sum_g scale_og * (x_g . q_og) + sum_g (zero_og - 8 scale_og) * sum(x_g), float32, rounded once
+// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_min (n/16, K/32, 2, 16) float16, n) -> (M, n)
+//   The weight of engine.kernels.cpu.quantized_linear: 4-bit q, one (scale, min) pair of float16 per 32 inputs
+//   of an output, w = q * scale + min (GGUF's Q4_1 block: a Q4_1 model's weights come back bit for bit, since
+//   q * scale is exact in float32), laid out by pack_int4_lanes (engine.kernels.cpu.row_linear): blocks of 16
+//   outputs across the vector lanes; per block and group, 16 input pairs, each 16 bytes (one per output: input
+//   2p in the low nibble, 2p + 1 in the high one); then the group's 16 scales and 16 mins. n is padded to a
+//   multiple of 16 with zeros.
+//   y_o = sum_g scale_og * (x_g . q_og) + sum_g min_og * sum(x_g), float32, rounded once
 //   (bfloat16 rows with the dot-product instruction sum x_g . (128 + q_og) and take 128 scale_og back with
-//   the zero term: the widened weight is one bit operation away from the packed byte).
+//   the min term: the widened weight is one bit operation away from the packed byte).
 //
 // Contract: output o of row r is one lane of one accumulator; each group's dot product is summed pair after
 // pair (bfloat16 rows: the CPU's bfloat16 dot-product step where it has one; else two multiply-adds), scaled and
@@ -28,7 +29,7 @@ namespace {
 using radixgate::to_float;
 
 constexpr int64_t LANES = 16;
-constexpr int64_t GROUP = 32;          // inputs per (scale, zero)
+constexpr int64_t GROUP = 32;          // inputs per (scale, min)
 constexpr int64_t PAIRS = GROUP / 2;   // input pairs per group
 constexpr int64_t GROUP_BYTES = PAIRS * LANES;  // nibble bytes per block and group
 #if defined(__AVX512BF16__)
@@ -40,7 +41,7 @@ constexpr bool HAS_BF16_DOT = false;
 
 // rows [r, r + R) x blocks [b, b + C); x: M rows of k inputs; sums: M rows of k / GROUP group sums
 template <int R, int C, typename T>
-void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::BFloat16* sz, int64_t b, int64_t r,
+void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::Half* sz, int64_t b, int64_t r,
           int64_t n, T* out) {
   const int64_t groups = k / GROUP;
 #if defined(RADIXGATE_VEC16)
@@ -56,7 +57,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
 #if defined(__AVX512BF16__)
       if constexpr (std::is_same_v<T, c10::BFloat16>) {
         // the byte (q0 | q1 << 4) -> the bfloat16 pair (128 + q0, 128 + q1): bits 0x4300 | q, exact; the
-        // 128 * sum(x_g) this adds is taken back with the zero term below
+        // 128 * sum(x_g) this adds is taken back with the min term below
         __m512bh w[C];
         for (int c = 0; c < C; ++c) {
           const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(
@@ -83,11 +84,10 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       }
     }
     for (int c = 0; c < C; ++c) {
-      const c10::BFloat16* pair = sz + ((b + c) * groups + g) * 2 * LANES;
-      const f32x16 scale = load16(pair), zero = load16(pair + LANES);
-      // zero - 8 scale, less 128 scale where the weights came as 128 + q (bfloat16 rows)
-      const float offset = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? 136.0f : 8.0f;
-      const f32x16 low = fnma16(set16(offset), scale, zero);
+      const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+      const f32x16 scale = load16(pair), min = load16(pair + LANES);
+      // min, less 128 scale where the weights came as 128 + q (bfloat16 rows)
+      const f32x16 low = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? fnma16(set16(128.0f), scale, min) : min;
       for (int i = 0; i < R; ++i) {
         acc[i][c] = fma16(part[i][c], scale, acc[i][c]);
         acc[i][c] = fma16(low, set16(sums[(r + i) * groups + g]), acc[i][c]);
@@ -101,7 +101,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       float acc[LANES] = {0};
       for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* qg = q + ((b + c) * groups + g) * GROUP_BYTES;
-        const c10::BFloat16* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+        const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
         for (int64_t l = 0; l < LANES; ++l) {
           float part = 0.0f;
           for (int64_t p = 0; p < PAIRS; ++p) {
@@ -109,9 +109,9 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
             part += to_float(x[(r + i) * k + g * GROUP + 2 * p]) * static_cast<float>(byte & 0xF) +
                     to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]) * static_cast<float>(byte >> 4);
           }
-          const float scale = to_float(pair[l]), zero = to_float(pair[LANES + l]);
+          const float scale = to_float(pair[l]), min = to_float(pair[LANES + l]);
           acc[l] += part * scale;
-          acc[l] += (zero - 8.0f * scale) * sums[(r + i) * groups + g];
+          acc[l] += min * sums[(r + i) * groups + g];
         }
       }
       const int64_t first = (b + c) * LANES;
@@ -121,7 +121,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
 }
 
 template <typename T>
-void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n, at::Tensor& out) {
+void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
   const T* xp = x.data_ptr<T>();
   std::vector<float> sums(m * groups);  // sum(x_g) per row and group, pairs then pairs of pairs (a fixed order)
@@ -135,7 +135,7 @@ void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero,
       sums[i * groups + g] = lanes[0];
     }
   const uint8_t* qp = q.data_ptr<uint8_t>();
-  const c10::BFloat16* szp = scale_zero.data_ptr<c10::BFloat16>();
+  const c10::Half* szp = scale_min.data_ptr<c10::Half>();
   T* op = out.data_ptr<T>();
   radixgate::for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
     tile<R, C, T>(xp, sums.data(), k, qp, szp, b, r, n, op);
@@ -144,21 +144,21 @@ void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero,
 
 }  // namespace
 
-at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n) {
+at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n) {
   TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16, "x must be float32 or bfloat16");
   const int64_t k = x.size(1), groups = k / GROUP;
   TORCH_CHECK(k % GROUP == 0, "K must be a multiple of ", GROUP);
   TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 4 && q.size(1) == groups &&
               q.size(2) == PAIRS && q.size(3) == LANES, "q must be contiguous uint8 (n/16, K/32, 16, 16)");
-  TORCH_CHECK(scale_zero.scalar_type() == at::kBFloat16 && scale_zero.is_contiguous() &&
-              scale_zero.numel() == q.size(0) * groups * 2 * LANES, "scale_zero must be bfloat16 (n/16, K/32, 2, 16)");
+  TORCH_CHECK(scale_min.scalar_type() == at::kHalf && scale_min.is_contiguous() &&
+              scale_min.numel() == q.size(0) * groups * 2 * LANES, "scale_min must be float16 (n/16, K/32, 2, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
   at::Tensor out = at::empty({x.size(0), n}, x.options());
   if (x.scalar_type() == at::kFloat) {
-    run<float>(x, q, scale_zero, n, out);
+    run<float>(x, q, scale_min, n, out);
   } else {
-    run<c10::BFloat16>(x, q, scale_zero, n, out);
+    run<c10::BFloat16>(x, q, scale_min, n, out);
   }
   return out;
 }

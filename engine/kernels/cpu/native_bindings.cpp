@@ -14,7 +14,7 @@ at::Tensor rotary(const at::Tensor& qkv, int64_t heads, int64_t head_dim, const 
                   const at::Tensor& signed_sin);
 at::Tensor silu_mul(const at::Tensor& gate_up);
 at::Tensor dense_rows(const at::Tensor& x, const at::Tensor& packed, int64_t n);
-at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_zero, int64_t n);
+at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n);
 at::Tensor int8_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale, int64_t n);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

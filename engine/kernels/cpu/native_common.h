@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 
 #include <algorithm>
 
@@ -11,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))) && defined(__F16C__)
 #define RADIXGATE_VEC16 1  // f32x16 below: one AVX-512 register, or two AVX2 ones
 #include <immintrin.h>
 #endif
@@ -36,6 +37,7 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
   std::memcpy(&f, &bits, sizeof(f));
   return f;
 }
+inline float to_float(c10::Half v) { return static_cast<float>(v); }  // exact
 
 #if defined(RADIXGATE_VEC16)
 // f32x16: 16 float32 lanes, the width every kernel's lane-wise arithmetic is written for. Each helper does the
@@ -47,6 +49,9 @@ inline __m256 widen8(const c10::BFloat16* p) {
   const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
 }
+inline __m256 widen8(const c10::Half* p) {  // exact (F16C)
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 #if defined(__AVX512F__)
 using f32x16 = __m512;
 inline f32x16 zero16() { return _mm512_setzero_ps(); }
@@ -55,6 +60,9 @@ inline f32x16 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline f32x16 load16(const c10::BFloat16* p) {  // exact widening
   const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+inline f32x16 load16(const c10::Half* p) {  // exact widening
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 inline f32x16 load16(const int8_t* p) {  // exact widening
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
@@ -104,6 +112,7 @@ inline f32x16 zero16() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 inline f32x16 set16(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
 inline f32x16 load16(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
 inline f32x16 load16(const c10::BFloat16* p) { return {widen8(p), widen8(p + 8)}; }
+inline f32x16 load16(const c10::Half* p) { return {widen8(p), widen8(p + 8)}; }
 inline __m256 widen8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }

@@ -1,7 +1,7 @@
-"""Weight-only quantized linears on torch's own CPU kernels: int8 per output channel, int4 per group.
+"""Weight-only quantized linears, GGUF's blocks of 32 inputs: int8 as Q8_0, int4 as Q4_1.
 
-    Int8WeightLinear   weight stored int8, one scale per output row; ``aten._weight_int8pack_mm``
-    Int4WeightLinear   weight stored 4-bit, one (scale, zero) pair per GROUP_SIZE inputs of a row;
+    Int8WeightLinear   weight stored int8, one float16 scale per GROUP_SIZE inputs of a row
+    Int4WeightLinear   weight stored 4-bit, one (scale, min) pair per GROUP_SIZE inputs of a row;
                        ``aten._weight_int4pack_mm_for_cpu`` over the weight packed once for it, where
                        the native kernels do not build
 
@@ -14,15 +14,21 @@ Where the native kernels build, int4 is a decode format: prompt rows run the den
 (engine.kernels.cpu.packed_linear) over the dequantized weight, the same values the int4 kernels use, since
 torch's int4 kernel is 0.4x of dense at prefill on AVX-512 and ~80x slower on AVX2 (docs/performance.md);
 the dense copy costs the unquantized model's memory. Generated rows (decode and verify) run on ``by_row``
-(engine.kernels.cpu.row_linear): int4 on the same q, scale and zero, lane-packed; int8 of float32 models on the
+(engine.kernels.cpu.row_linear): int4 on the same q, scale and min, lane-packed; int8 of float32 models on the
 same q and scales, lane-packed (torch's int8 kernel took 14.3 ms for a 49152 x 576 head row on AVX2);
 int8 of bfloat16 models on the bfloat16 weight it was quantized from (the CPU's bfloat16 dot product over it
 beat torch's int8 kernel, and is closer to the float32 model). Other bits than the prompt rows' product;
 the same for any batch.
 
-Rounding. int8 is symmetric (scale = max |w| / 127, zero at 0). int4 is asymmetric per group: the
-group's [min, max] maps onto 0..15 and the kernel reconstructs ``(q - 8) * scale + zero``, so ``zero``
-is stored as ``min + 8 * scale``.
+Rounding. int8 is GGUF's Q8_0 block: per group of 32 inputs a float16 scale = max |w| / 127 and w =
+q * scale (exact in float32), so a Q8_0 weight (the default SmolLM2's embedding, its tied head) comes back bit
+for bit as well. int4 is GGUF's Q4_1 block: per group of
+32 inputs the [min, max] maps onto 0..15 with a float16 scale = (max - min) / 15 and a float16 min, and
+w = q * scale + min. A model whose weights came from a Q4_1 GGUF (the default SmolLM2) is therefore
+lossless in int4: each group's min is its Q4_1 min, its scale rounds back to the Q4_1 scale, and q * scale
++ min (q * scale is exact in float32) gives each float32 weight back bit for bit, so prompt rows get the
+float32 model's bits and generated rows differ from them by the order of float32 sums only. torch's int4
+kernel, where it runs, reads the same values as (q - 8) * scale + zero with zero = min + 8 * scale.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.row_linear import Int4RowLinear, Int8RowLinear, RowLinear
 
-GROUP_SIZE = 32  # int4 inputs per (scale, zero) pair; the in_features of every int4 weight must divide by it
+GROUP_SIZE = 32  # int4 inputs per (scale, min) pair; the in_features of every int4 weight must divide by it
 INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
 
 
@@ -43,58 +49,91 @@ def int4_applies(weight: torch.Tensor) -> bool:
     return weight.shape[1] % GROUP_SIZE == 0 and weight.shape[0] % 16 == 0
 
 
+def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """weight (out, in) -> q (out, in) int8 in -127..127 and scale (out, in / GROUP_SIZE) float16 with
+    w ~ q * scale per group (bit for bit where the group already is a Q8_0 block; module docstring)."""
+    out_features, in_features = weight.shape
+    groups = weight.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
+    scale = (groups.abs().amax(dim=-1) / 127).to(torch.float16)
+    if not torch.isfinite(scale).all():
+        raise ValueError("int8 needs weights whose groups fit float16's range")
+    step = scale.float()[..., None]
+    q = (groups / step.clamp(min=torch.finfo(torch.float32).tiny)).round().clamp(-127, 127)
+    q = torch.where(step > 0, q, 0).to(torch.int8)  # an all-zero group (or one below float16's range): zeros
+    return q.view(out_features, in_features), scale
+
+
+def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """q (out, in) int8, scale (out, in / GROUP_SIZE) -> the float32 weight q * scale."""
+    return (q.float().view(q.shape[0], -1, GROUP_SIZE) * scale.float()[..., None]).view(q.shape)
+
+
 class Int8WeightLinear:
-    """x -> x @ (q * scale).T + bias with q int8 (out_features, in_features) and one scale per row."""
+    """x -> x @ (q * scale).T + bias with q int8 (out_features, in_features) and a scale per GROUP_SIZE inputs.
+
+    Prompt rows run the dense product over the dequantized weight; generated rows of a float32 model the int8
+    kernel over q and scale (a quarter of the bytes), of a bfloat16 model the CPU's bfloat16 dot product over
+    the dequantized weight (it beat every int8 kernel tried there). One weight for both kinds of row."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        w = weight.float()
-        scales = w.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out_features,)
-        self.qweight = (w / scales[:, None]).round().clamp(-127, 127).to(torch.int8).contiguous()
-        self.scales = scales.to(weight.dtype)
+        if weight.shape[1] % GROUP_SIZE:
+            raise ValueError(f"int8 needs in_features divisible by {GROUP_SIZE}, got {weight.shape[1]}")
+        q, scale = quantize_int8(weight)
+        dequantized = dequantize_int8(q, scale).to(weight.dtype)
         self.bias = bias  # (out_features,) or None
+        self.prompt_rows = dense_linear(dequantized, bias, by_row=False)
         native = native_for(weight.dtype, weight.device)
         if native is None:
             self.by_row = None
         elif weight.dtype == torch.float32:
-            self.by_row = Int8RowLinear(native, self.qweight, self.scales, bias)
-        else:  # the CPU's bfloat16 dot-product step over the bfloat16 weight beat every int8 kernel tried
-            self.by_row = RowLinear(native, weight, bias)
+            self.by_row = Int8RowLinear(native, q, scale, bias)
+        else:
+            self.by_row = RowLinear(native, dequantized, bias)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.ops.aten._weight_int8pack_mm(x.contiguous(), self.qweight, self.scales)
-        return out if self.bias is None else out + self.bias
+        return self.prompt_rows(x)
 
 
-def dequantize_int4(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
-    """q (out, in) in 0..15, scale/zero (out, in / GROUP_SIZE) -> the float32 weight (q - 8) * scale + zero."""
-    groups = q.float().view(q.shape[0], -1, GROUP_SIZE) - 8
-    return (groups * scale.float()[..., None] + zero.float()[..., None]).view(q.shape)
+def quantize_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """weight (out, in) -> q (out, in) int32 in 0..15 and scale, min (out, in / GROUP_SIZE) float16 with
+    w ~ q * scale + min per group (bit for bit where the group already is such a block; module docstring)."""
+    out_features, in_features = weight.shape
+    groups = weight.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
+    low, high = groups.amin(dim=-1), groups.amax(dim=-1)  # (out_features, num_groups)
+    scale, minimum = ((high - low) / 15).to(torch.float16), low.to(torch.float16)
+    if not (torch.isfinite(scale).all() and torch.isfinite(minimum).all()):
+        raise ValueError("int4 needs weights whose groups fit float16's range")
+    step, base = scale.float()[..., None], minimum.float()[..., None]
+    q = ((groups - base) / step.clamp(min=torch.finfo(torch.float32).tiny)).round().clamp(0, 15)
+    q = torch.where(step > 0, q, 0).to(torch.int32)  # a constant group (or one below float16's range): its min
+    return q.view(out_features, in_features), scale, minimum
+
+
+def dequantize_int4(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
+    """q (out, in) in 0..15, scale/min (out, in / GROUP_SIZE) -> the float32 weight q * scale + min."""
+    groups = q.float().view(q.shape[0], -1, GROUP_SIZE)
+    return (groups * scale.float()[..., None] + minimum.float()[..., None]).view(q.shape)
 
 
 class Int4WeightLinear:
-    """x -> x @ dequant(q).T + bias with q 4-bit (packed once) and a (scale, zero) pair per GROUP_SIZE inputs."""
+    """x -> x @ dequant(q).T + bias with q 4-bit (packed once) and a (scale, min) pair per GROUP_SIZE inputs."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         out_features, in_features = weight.shape
         if in_features % GROUP_SIZE:
             raise ValueError(f"int4 needs in_features divisible by {GROUP_SIZE}, got {in_features}")
-        groups = weight.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
-        low, high = groups.amin(dim=-1), groups.amax(dim=-1)  # (out_features, num_groups)
-        scale = ((high - low) / 15).clamp(min=1e-12)
-        q = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
-        q = q.view(out_features, in_features)
-        zero = low + 8 * scale
-        # (num_groups, out_features, 2): the layout torch's kernel reads
-        self.scale_and_zero = torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous().to(weight.dtype)
+        q, scale, minimum = quantize_int4(weight)
         self.bias = bias
         native = native_for(weight.dtype, weight.device)
-        self.by_row = self.prompt_rows = self.packed = None
-        if native is None:
+        self.by_row = self.prompt_rows = self.packed = self.scale_and_zero = None
+        if native is None:  # torch's kernel: (q - 8) * scale + zero, in (num_groups, out_features, 2)
+            zero = minimum.float() + 8 * scale.float()
+            pairs = torch.stack([scale.float(), zero], dim=-1)
+            self.scale_and_zero = pairs.transpose(0, 1).contiguous().to(weight.dtype)
             self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, INNER_K_TILES)
-        else:  # scale and zero as the lane kernel stores them (bfloat16), so both kinds of row see one weight
-            scale, zero = (self.scale_and_zero[..., i].T.to(torch.bfloat16) for i in (0, 1))
-            self.by_row = Int4RowLinear(native, q, scale, zero, bias)
-            self.prompt_rows = dense_linear(dequantize_int4(q, scale, zero).to(weight.dtype), bias, by_row=False)
+        else:  # both kinds of row see one weight
+            self.by_row = Int4RowLinear(native, q, scale, minimum, bias)
+            self.prompt_rows = dense_linear(dequantize_int4(q, scale, minimum).to(weight.dtype), bias, by_row=False)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.prompt_rows is not None:

@@ -3,9 +3,9 @@
     RowLinear(native, weight)   x -> x @ weight.T (+ bias) for a few rows, float32 or bfloat16, over a
                                 lane-packed copy of the weight: blocks of 16 outputs across the vector
                                 lanes (bfloat16: pairs of inputs per lane)
-    Int8RowLinear(native, q, scale)   the same over int8 weights (one scale per output), float32 rows
-    Int4RowLinear(native, q, scale, zero)   the same over int4 weights (torch's convention, the same q,
-                                scale and zero as engine.kernels.cpu.quantized_linear), lane-packed
+    Int8RowLinear(native, q, scale)   the same over int8 weights (GGUF Q8_0 blocks), float32 rows
+    Int4RowLinear(native, q, scale, min)   the same over int4 weights (GGUF Q4_1 blocks: the same q,
+                                float16 scale and min as engine.kernels.cpu.quantized_linear), lane-packed
 
 A row's bits depend only on that row (dense_rows.cpp states the contract), never on how many rows the call
 holds; they differ from the packed oneDNN product's, which keeps the prompt rows (engine.kernels.row_split
@@ -49,13 +49,16 @@ class RowLinear:
 
 
 class Int8RowLinear:
-    """x (rows, in_features) float32 -> (rows, out_features) + bias over int8 weights, w = q * scale per output."""
+    """x (rows, in_features) float32 -> (rows, out_features) + bias over int8 weights, w = q * scale with a
+    float16 scale per 32 inputs of an output (GGUF Q8_0 blocks, engine.kernels.cpu.quantized_linear)."""
 
     def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         self.native = native
         self.out_features = q.shape[0]
         self.packed = pack_lanes(q)
-        self.scale = F.pad(scale.float(), (0, self.packed.shape[0] * LANES - self.out_features)).contiguous()
+        out_pad, groups = self.packed.shape[0] * LANES, scale.shape[1]
+        padded = F.pad(scale.to(torch.float16), (0, 0, 0, out_pad - self.out_features))  # (out_pad, groups)
+        self.scale = padded.view(out_pad // LANES, LANES, groups).transpose(1, 2).contiguous()  # (blocks, groups, 16)
         self.bias = bias
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -66,29 +69,29 @@ class Int8RowLinear:
 INT4_GROUP = 32
 
 
-def pack_int4_lanes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """q (out, in) in 0..15, scale/zero (out, in / 32) bfloat16 -> nibbles (out/16, in/32, 16, 16) uint8 (block,
-    group, input pair, output lane; input 2p low, 2p + 1 high) and scale_zero (out/16, in/32, 2, 16)."""
+def pack_int4_lanes(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """q (out, in) in 0..15, scale/min (out, in / 32) float16 -> nibbles (out/16, in/32, 16, 16) uint8 (block,
+    group, input pair, output lane; input 2p low, 2p + 1 high) and scale_min (out/16, in/32, 2, 16)."""
     out_features, in_features = q.shape
     out_pad, groups = -(-out_features // LANES) * LANES, in_features // INT4_GROUP
     q = F.pad(q.to(torch.uint8), (0, 0, 0, out_pad - out_features))
     pairs = q.view(out_pad // LANES, LANES, groups, INT4_GROUP // 2, 2)
     nibbles = (pairs[..., 0] | (pairs[..., 1] << 4)).permute(0, 2, 3, 1).contiguous()
-    scale_zero = torch.stack([F.pad(t, (0, 0, 0, out_pad - out_features)) for t in (scale, zero)], dim=1)
-    scale_zero = scale_zero.view(out_pad // LANES, LANES, 2, groups).permute(0, 3, 2, 1).contiguous()
-    return nibbles, scale_zero
+    scale_min = torch.stack([F.pad(t, (0, 0, 0, out_pad - out_features)) for t in (scale, minimum)], dim=1)
+    scale_min = scale_min.view(out_pad // LANES, LANES, 2, groups).permute(0, 3, 2, 1).contiguous()
+    return nibbles, scale_min
 
 
 class Int4RowLinear:
     """x (rows, in_features) float32 or bfloat16 -> (rows, out_features) + bias over int4 weights, on ``native``."""
 
-    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
+    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor,
                  bias: torch.Tensor | None = None) -> None:
         self.native = native
         self.out_features = q.shape[0]
-        self.nibbles, self.scale_zero = pack_int4_lanes(q, scale.to(torch.bfloat16), zero.to(torch.bfloat16))
+        self.nibbles, self.scale_min = pack_int4_lanes(q, scale.to(torch.float16), minimum.to(torch.float16))
         self.bias = bias
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.native.int4_rows(x.contiguous(), self.nibbles, self.scale_zero, self.out_features)
+        out = self.native.int4_rows(x.contiguous(), self.nibbles, self.scale_min, self.out_features)
         return out if self.bias is None else out + self.bias

@@ -20,7 +20,7 @@ from gateway.bench.decode.run import wait_for
 BANDWIDTH_BYTES = {"cpu": 512 * 1024 * 1024, "cuda": 4 * 1024 * 1024 * 1024}
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
 REPEATS = 3
-INT4_GROUP_SIZE = 32
+QUANT_GROUP_SIZE = 32  # weights per float16 scale (int8) or (scale, min) pair (int4)
 
 
 def best_seconds(work, device: torch.device) -> float:
@@ -60,13 +60,14 @@ def linear_weight_counts(shape) -> tuple[int, int]:
 
 
 def bytes_per_weight(dtype: torch.dtype, quantization: str) -> float:
-    """Storage per weight: the dtype's size dense, 1 byte (+ a row scale) int8, half a byte plus a
-    (scale, zero) pair per INT4_GROUP_SIZE weights int4."""
+    """Weight bytes a decode step reads per weight: the dtype's size dense; int8 one byte plus a float16 scale
+    per QUANT_GROUP_SIZE weights for float32 rows (bfloat16 rows read the dequantized bfloat16 weight); int4
+    half a byte plus a float16 (scale, min) pair per QUANT_GROUP_SIZE weights (engine.kernels.cpu.quantized_linear)."""
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if quantization == "int8":
-        return 1.0
+        return 1.0 + 2 / QUANT_GROUP_SIZE if dtype == torch.float32 else float(itemsize)
     if quantization == "int4":
-        return 0.5 + 2 * itemsize / INT4_GROUP_SIZE
+        return 0.5 + 4 / QUANT_GROUP_SIZE
     return float(itemsize)
 
 

@@ -6,7 +6,8 @@ import torch
 
 import engine.kernels.cpu.quant_probe as probe
 from engine.kernels import choose_dtype, choose_quantization, make_linear
-from engine.kernels.cpu.quantized_linear import Int4WeightLinear, Int8WeightLinear
+from engine.kernels.cpu.quantized_linear import (Int4WeightLinear, Int8WeightLinear, dequantize_int4, dequantize_int8,
+                                                  quantize_int4, quantize_int8)
 from engine.runner import resolve_quantization
 
 CPU = torch.device("cpu")
@@ -72,11 +73,66 @@ def test_int4_prompt_rows_run_the_dense_product_of_the_weights_the_int4_kernels_
     assert (linear.by_row(x).float() - linear(x).float()).abs().max() < tolerance
 
 
-def test_make_linear_picks_the_kernel_per_mode_and_falls_back_to_int8_for_odd_widths():
+def q4_1_weight(out_features: int, in_features: int, seed: int = 0) -> torch.Tensor:
+    """A float32 weight made of GGUF Q4_1 blocks, as a Q4_1 model dequantizes: per 32 inputs a float16 scale d
+    and min m, w = q * d + m, with q = 0 and q = 15 in every block (the quantizer maps each block's min and max
+    there)."""
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 16, (out_features, in_features // 32, 32), generator=generator)
+    q[..., 0], q[..., 7] = 0, 15
+    d = (torch.rand(out_features, in_features // 32, 1, generator=generator) / 50).half().float()
+    m = (-7.5 * d - torch.rand(d.shape, generator=generator) / 100).half().float()
+    return (q.float() * d + m).view(out_features, in_features)
+
+
+def test_int4_gives_a_q4_1_models_weights_back_bit_for_bit_and_its_prompt_rows_the_float32_bits():
+    weight, x = q4_1_weight(96, 160), gaussian(6, 160, seed=4)
+    assert torch.equal(dequantize_int4(*quantize_int4(weight)), weight)
+    linear = make_linear(weight, quantization="int4")
+    dense = make_linear(weight, quantization="none")
+    assert torch.equal(linear(x), dense(x))  # prompt rows: the float32 model's product, bit for bit
+    # generated rows: the same weights, float32 sums in another order
+    assert (linear.by_row(x) - dense(x)).abs().max() < 1e-5 * x.abs().sum(dim=1).max()
+
+
+def test_int8_gives_a_q8_0_weight_back_bit_for_bit_and_its_rows_the_float32_product():
+    """Q8_0 blocks (the default model's embedding and tied head): per 32 inputs a float16 scale d and q in
+    -127..127 with |q| = 127 somewhere (the quantizer maps the block's largest magnitude there)."""
+    generator = torch.Generator().manual_seed(6)
+    q = torch.randint(-127, 128, (80, 4, 32), generator=generator)
+    q[..., 3] = torch.where(torch.rand(80, 4, generator=generator) < 0.5, -127, 127)
+    d = (torch.rand(80, 4, 1, generator=generator) / 500).half().float()
+    weight, x = (q.float() * d).view(80, 128), gaussian(5, 128, seed=7)
+    assert torch.equal(dequantize_int8(*quantize_int8(weight)), weight)
+    linear, dense = make_linear(weight, quantization="int8"), make_linear(weight)
+    assert torch.equal(linear(x), dense(x))
+    assert (linear.by_row(x) - dense(x)).abs().max() < 1e-5 * x.abs().sum(dim=1).max()
+
+
+def test_int4_keeps_constant_and_tiny_groups_at_their_min():
+    weight = gaussian(16, 64) / 10
+    weight[0, :32] = 0.25  # a constant group: scale 0
+    weight[1, 32:] = 1e-9 * gaussian(32, seed=5)  # a range below float16's: scale rounds to 0
+    q, scale, minimum = quantize_int4(weight)
+    assert scale[0, 0] == 0 and (q[0, :32] == 0).all() and torch.equal(dequantize_int4(q, scale, minimum)[0, :32],
+                                                                       weight[0, :32])
+    assert scale[1, 1] == 0 and (q[1, 32:] == 0).all() and dequantize_int4(q, scale, minimum)[1, 32:].abs().max() < 1e-7
+    assert (dequantize_int4(q, scale, minimum)[2:] - weight[2:]).abs().max() < 0.5 * scale[2:].float().max() + 1e-3
+
+
+def test_int4_refuses_weights_beyond_float16():
+    with pytest.raises(ValueError, match="float16"):
+        quantize_int4(torch.full((16, 32), 1e6))
+
+
+def test_make_linear_picks_the_kernel_per_mode_and_falls_back_for_odd_widths():
     assert isinstance(make_linear(gaussian(64, 64), quantization="int8"), Int8WeightLinear)
     assert isinstance(make_linear(gaussian(64, 64), quantization="int4"), Int4WeightLinear)
-    assert isinstance(make_linear(gaussian(64, 48), quantization="int4"), Int8WeightLinear)  # 48 % 32 != 0
     assert isinstance(make_linear(gaussian(40, 64), quantization="int4"), Int8WeightLinear)  # 40 % 16 != 0
+    for mode in ("int8", "int4"):  # 48 % 32 != 0: no whole groups, the dense linear
+        assert isinstance(make_linear(gaussian(64, 48), quantization=mode), type(make_linear(gaussian(64, 48))))
+    with pytest.raises(ValueError, match="divisible by 32"):
+        Int8WeightLinear(gaussian(64, 48))
 
 
 def test_unknown_modes_and_non_cpu_weights_are_refused():

@@ -16,9 +16,11 @@ def test_weight_counts_follow_the_layer_shapes():
 
 def test_bytes_per_weight_shrink_with_quantization_and_int4_keeps_an_int8_head():
     assert bytes_per_weight(torch.float32, "none") == 4 and bytes_per_weight(torch.bfloat16, "none") == 2
-    assert bytes_per_weight(torch.float32, "int8") == 1 and bytes_per_weight(torch.bfloat16, "int4") < 0.7
+    assert bytes_per_weight(torch.float32, "int8") == 1 + 2 / 32 and bytes_per_weight(torch.bfloat16, "int8") == 2
+    assert bytes_per_weight(torch.float32, "int4") == bytes_per_weight(torch.bfloat16, "int4") == 0.5 + 4 / 32
     layers, head = linear_weight_counts(SHAPE)
-    assert decode_weight_bytes(SHAPE, torch.bfloat16, "int4") == layers * bytes_per_weight(torch.bfloat16, "int4") + head
+    assert decode_weight_bytes(SHAPE, torch.float32, "int4") == layers * (0.5 + 4 / 32) + head * (1 + 2 / 32)
+    assert decode_weight_bytes(SHAPE, torch.bfloat16, "int4") == layers * (0.5 + 4 / 32) + head * 2
 
 
 def test_measured_limits_are_positive(monkeypatch):
