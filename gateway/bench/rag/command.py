@@ -42,6 +42,8 @@ def rag(
     device: str = typer.Option("auto", help="cpu | cuda | auto."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
+    quantization: str = typer.Option("none", help="radixgate's weight-only quantization: none | int8 | int4 | auto "
+                                     "(the same for `radixgate serve` under --vs vllm; peers keep their own)."),
     max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
@@ -57,23 +59,25 @@ def rag(
     set_torch_threads(threads)
     http = None
     if "vllm" in vs:
-        http = vs_vllm(workload, model, dtype, serial, repeat, vllm_python, vllm_url)
+        http = vs_vllm(workload, model, dtype, serial, repeat, vllm_python, vllm_url, quantization)
         vs = [name for name in vs if name != "vllm"]
         if not vs:  # vLLM alone: its HTTP table is the result
             return write_json(http, json_out)
 
     config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens,
-                          device=device)
+                          device=device, quantization=quantization)
     runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
-                                   page_size=config.page_size)
+                                   page_size=config.page_size, quantization=config.quantization)
     tokenizer = runner.loaded_model.tokenizer
     loaded = load_rag_workload(workload) if workload else generate_rag_workload(tokenizer)
     typer.echo(f"workload {loaded.source}: {len(loaded.prompts)} requests, {loaded.num_prefix_tokens}-token "
-               f"shared prefix, {loaded.max_new_tokens} new tokens; dtype {runner.dtype}")
+               f"shared prefix, {loaded.max_new_tokens} new tokens; dtype {runner.dtype}, "
+               f"weights {runner.quantization}")
     with progress_bars(len(loaded.prompts)) as progress:
         result = run_rag_bench(runner, config, loaded, serial=serial, repeat=repeat, warmup=warmup,
                                progress=progress)
         result["dtype"] = str(runner.dtype).removeprefix("torch.")
+        result["quantization"] = runner.quantization
         reference = result.pop("_outputs")
         result["baselines"] = run_baselines(vs, runner, loaded, model, repeat=repeat, wall_s_on=result["wall_s_on"],
                                             reference=reference, progress=progress)
@@ -101,7 +105,7 @@ def _one_table(result: dict, http: dict, runner, loaded) -> dict:
 
 
 def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repeat: int, vllm_python: Optional[str],
-            vllm_url: Optional[str]) -> dict:
+            vllm_url: Optional[str], quantization: str = "none") -> dict:
     """`radixgate serve` beside vLLM over HTTP; prints their table and returns the result."""
     import torch
 
@@ -117,9 +121,9 @@ def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repe
     with progress_bars(len(json.loads(workload.read_text())["requests"])) as progress:
         result = run_vllm_comparison(workload, loaded, dtype=dtype, num_threads=torch.get_num_threads(),
                                      serial=serial, repeat=repeat, vllm_python=vllm_python, vllm_url=vllm_url,
-                                     progress=progress)
+                                     quantization=quantization, progress=progress)
     print_peers(f"bench rag over HTTP ({result['mode']}, {result['requests']} requests, {result['num_threads']} "
-                f"threads, {result['dtype']}, median of {repeat})", result)
+                f"threads, {result['dtype']}, radixgate weights {quantization}, median of {repeat})", result)
     return result
 
 

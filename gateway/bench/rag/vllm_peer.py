@@ -38,11 +38,12 @@ def median_run(runs: list[HttpRun]) -> dict:
 
 
 def run_radixgate_http(bodies: list[dict], *, dtype: str, num_threads: int, concurrency: int, repeat: int,
-                       progress=None) -> list[HttpRun]:
+                       quantization: str = "none", progress=None) -> list[HttpRun]:
     from gateway.bench.agent.run import GatewayClient
     from gateway.bench.server import ServerProcess
 
-    env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING"}
+    env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING",
+           "RADIXGATE_ENGINE__QUANTIZATION": quantization}
     if dtype != "auto":
         env["RADIXGATE_ENGINE__DTYPE"] = dtype
     bodies = [{**body, "model": body.get("model", "default")} for body in bodies]  # the API requires one
@@ -83,18 +84,20 @@ def _vllm_passes(url: str, served_name: str, bodies: list[dict], concurrency: in
 
 
 def run_vllm_comparison(workload: Path, loaded_model, *, dtype: str, num_threads: int, serial: bool, repeat: int,
-                        vllm_python: str | None, vllm_url: str | None, progress=None) -> dict:
+                        vllm_python: str | None, vllm_url: str | None, quantization: str = "none",
+                        progress=None) -> dict:
     """radixgate serve and vLLM on the same bodies; summaries with answer agreement and wall ratio."""
     bodies, max_tokens = workload_bodies(workload)
     concurrency = 1 if serial else len(bodies)
     dtype = peer_dtype(dtype)
     ours = run_radixgate_http(bodies, dtype=dtype, num_threads=num_threads, concurrency=concurrency,
-                              repeat=repeat, progress=progress)
+                              repeat=repeat, quantization=quantization, progress=progress)
     theirs = run_vllm_http(bodies, python=vllm_python, url=vllm_url, model_dir=loaded_model.path,
                            served_name=loaded_model.model_id, dtype=dtype, num_threads=num_threads,
                            concurrency=concurrency, repeat=repeat, progress=progress)
     radixgate, vllm = median_run(ours), median_run(theirs)
     radixgate["name"], vllm["name"] = "radixgate serve", "vLLM (CPU)"
     return {"mode": "serial" if serial else "cold-group", "requests": len(bodies), "max_tokens": max_tokens,
-            "num_threads": num_threads, "dtype": dtype, "repeat": repeat, "peers": [radixgate, vllm],
+            "num_threads": num_threads, "dtype": dtype, "quantization": quantization, "repeat": repeat,
+            "peers": [radixgate, vllm],
             "answer_agreement": agreement(ours[0], theirs[0]), "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}
