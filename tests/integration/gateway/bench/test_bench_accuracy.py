@@ -35,6 +35,16 @@ def test_each_dtype_is_no_further_from_float32_than_transformers(smollm):
     assert all(0.0 <= r["greedy_agreement"] <= 1.0 and r["mean_kl"] >= 0.0 for r in rows.values())
 
 
+def test_int4_of_the_q4_1_model_is_the_float32_model(smollm):
+    """SmolLM2 comes as Q4_1 layers and a Q8_0 embedding; int4 stores those blocks (and an int8 = Q8_0 head),
+    so its float32 weights are the float32 model's, bit for bit: only the order of decode rows' sums differs."""
+    result = run_accuracy(smollm, PROMPTS[:4], num_tokens=8, dtypes=(torch.float32,), quantizations=("none", "int4"))
+    rows = {(r["engine"], r["quantization"]): r for r in result["rows"]}
+    int4 = rows["radixgate", "int4"]
+    assert int4["mean_kl"] < result["kl_tolerance"] / 100
+    assert int4["greedy_agreement"] == int4["top1_agreement"] == 1.0
+
+
 def test_the_command_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "accuracy.json"
     result = CliRunner().invoke(app, ["accuracy", "--prompts", "2", "--tokens", "2", "--dtype", "float32",
