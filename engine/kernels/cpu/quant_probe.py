@@ -1,7 +1,7 @@
 """The CPU's "auto" weight quantization: int8 or int4 only where the step's linears get faster with it here.
 
 Weight-only quantization pays where a step reads more weight bytes than it
-computes with, i.e. decode at small batches; whether torch's int8/int4 kernels
+computes with, i.e. decode at small batches; whether the int8/int4 kernels
 (engine.kernels.cpu.quantized_linear) are faster than the dense packed linear
 depends on the CPU's vector units and the dtype (some paths are vectorized for
 bfloat16 only), and a kernel that wins a single-row product on a cached weight

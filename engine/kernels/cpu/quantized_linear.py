@@ -16,19 +16,19 @@ torch's int4 kernel is 0.4x of dense at prefill on AVX-512 and ~80x slower on AV
 the dense copy costs the unquantized model's memory. Generated rows (decode and verify) run on ``by_row``
 (engine.kernels.cpu.row_linear): int4 on the same q, scale and min, lane-packed; int8 of float32 models on the
 same q and scales, lane-packed (torch's int8 kernel took 14.3 ms for a 49152 x 576 head row on AVX2);
-int8 of bfloat16 models on the bfloat16 weight it was quantized from (the CPU's bfloat16 dot product over it
-beat torch's int8 kernel, and is closer to the float32 model). Other bits than the prompt rows' product;
-the same for any batch.
+int8 of bfloat16 models on the dequantized weight in bfloat16 (the CPU's bfloat16 dot product beat torch's
+int8 kernel). int8 keeps no torch kernel: without the native kernels every row runs the dense product.
+Other bits than the prompt rows' product; the same for any batch.
 
-Rounding. int8 is GGUF's Q8_0 block: per group of 32 inputs a float16 scale = max |w| / 127 and w =
-q * scale (exact in float32), so a Q8_0 weight (the default SmolLM2's embedding, its tied head) comes back bit
-for bit as well. int4 is GGUF's Q4_1 block: per group of
-32 inputs the [min, max] maps onto 0..15 with a float16 scale = (max - min) / 15 and a float16 min, and
-w = q * scale + min. A model whose weights came from a Q4_1 GGUF (the default SmolLM2) is therefore
-lossless in int4: each group's min is its Q4_1 min, its scale rounds back to the Q4_1 scale, and q * scale
-+ min (q * scale is exact in float32) gives each float32 weight back bit for bit, so prompt rows get the
-float32 model's bits and generated rows differ from them by the order of float32 sums only. torch's int4
-kernel, where it runs, reads the same values as (q - 8) * scale + zero with zero = min + 8 * scale.
+Rounding. int8 is GGUF's Q8_0 block: per group of 32 inputs a float16 scale = max |w| / 127 and
+w = q * scale (exact in float32), so a Q8_0 weight (the default SmolLM2's embedding, its tied head) comes
+back bit for bit. int4 is GGUF's Q4_1 block: per group of 32 inputs the [min, max] maps onto 0..15 with a
+float16 scale = (max - min) / 15 and a float16 min, and w = q * scale + min. A model whose weights came
+from a Q4_1 GGUF (the default SmolLM2) is therefore lossless in int4: each group's min is its Q4_1 min, its
+scale rounds back to the Q4_1 scale, and q * scale + min (q * scale is exact in float32) gives each float32
+weight back bit for bit, so prompt rows get the float32 model's bits and generated rows differ from them
+by the order of float32 sums only. torch's int4 kernel, where it runs, reads the same values as
+(q - 8) * scale + zero with zero = min + 8 * scale.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.row_linear import Int4RowLinear, Int8RowLinear, RowLinear
 
-GROUP_SIZE = 32  # int4 inputs per (scale, min) pair; the in_features of every int4 weight must divide by it
+GROUP_SIZE = 32  # inputs per int8 scale / int4 (scale, min) pair; every quantized in_features divides by it
 INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
 
 
