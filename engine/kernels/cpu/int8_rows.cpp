@@ -34,23 +34,7 @@ void tile(const float* x, int64_t k, const int8_t* q, const c10::Half* scale, in
   f32x16 acc[R][C];
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < C; ++c) acc[i][c] = zero16();
-  for (int64_t g = 0; g < groups; ++g) {
-    f32x16 part[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) part[i][c] = zero16();
-    for (int64_t j = g * GROUP; j < (g + 1) * GROUP; ++j) {
-      f32x16 wv[C];
-      for (int c = 0; c < C; ++c) wv[c] = load16(q + ((b + c) * k + j) * LANES);
-      for (int i = 0; i < R; ++i) {
-        const f32x16 xv = set16(x[(r + i) * k + j]);
-        for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, wv[c], part[i][c]);
-      }
-    }
-    for (int c = 0; c < C; ++c) {
-      const f32x16 s = load16(scale + ((b + c) * groups + g) * LANES);
-      for (int i = 0; i < R; ++i) acc[i][c] = fma16(part[i][c], s, acc[i][c]);
-    }
-  }
+  add_sliced_products<R, C>(acc, x, k, q, k * LANES, b, r, GROUP, scale, groups * LANES);
   store_tile<R, C>(acc, out, r, b, n);
 #else
   for (int i = 0; i < R; ++i)

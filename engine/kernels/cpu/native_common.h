@@ -272,10 +272,13 @@ void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
 #if defined(RADIXGATE_VEC16)
 // acc[i][c] += the float32 products of rows [r, r + R) of x (rows of k inputs) with blocks [b, b + C) of a
 // lane-packed weight W (float32 or int8; block c's input j at w + (b + c) * block_stride + 16 j), each summed
-// in slices of ``slice`` inputs, the slices added in order (a chain's rounding error grows with its length)
+// in slices of ``slice`` inputs, the slices added in order (a chain's rounding error grows with its length).
+// With ``scales`` (float16, 16 per block and slice: block c's slice t at scales + (b + c) * scale_stride + 16 t),
+// each slice's sum is multiplied by its scales as it is added (one fused multiply-add).
 template <int R, int C, typename W>
 inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, const W* w, int64_t block_stride,
-                                int64_t b, int64_t r, int64_t slice) {
+                                int64_t b, int64_t r, int64_t slice, const c10::Half* scales = nullptr,
+                                int64_t scale_stride = 0) {
   for (int64_t k0 = 0; k0 < k; k0 += slice) {
     f32x16 part[R][C];
     for (int i = 0; i < R; ++i)
@@ -288,8 +291,14 @@ inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, 
         for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, wv[c], part[i][c]);
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = add16(acc[i][c], part[i][c]);
+    for (int c = 0; c < C; ++c) {
+      if (scales != nullptr) {
+        const f32x16 sv = load16(scales + (b + c) * scale_stride + k0 / slice * 16);
+        for (int i = 0; i < R; ++i) acc[i][c] = fma16(part[i][c], sv, acc[i][c]);
+      } else {
+        for (int i = 0; i < R; ++i) acc[i][c] = add16(acc[i][c], part[i][c]);
+      }
+    }
   }
 }
 
