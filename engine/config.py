@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = ("fair", "lpm", "dfs-weight", "fcfs")
-QUANTIZATIONS = ("none", "int8", "int4", "auto")
+QUANTIZATIONS = ("none", "int8", "int4", "w4a8", "w8a8", "auto")
 PREFERENCES = ("speed", "accuracy")
 
 
@@ -38,8 +38,11 @@ class EngineConfig:
     may ask for less (submit's queue_timeout_s), never more; past it the
     request leaves the queue holding nothing and ends with QueueTimeoutError.
 
-    quantization: "none" (default), "int8", "int4" (weight-only, CPU) or "auto"
-    (the mode the CPU's probe times clearly faster at decode, else "none").
+    quantization: "none" (default), "int8", "int4" (weight-only, CPU), "w4a8" (int4
+    weights, generated rows' activations int8 per 32 inputs: llama.cpp's Q4_1 x Q8_1),
+    "w8a8" (the same with int8 weights, Q8_0 x Q8_0) or "auto" (the weight-only
+    mode the CPU's probe times clearly faster at decode, else "none"; auto never
+    quantizes activations).
     prefer: "speed" (default) or "accuracy"; with "accuracy", an auto dtype and
     auto quantization mean the float32 model (engine.kernels.choose_dtype).
 

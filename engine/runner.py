@@ -18,7 +18,8 @@ faster than float32's there. Correctness tests and output-equality checks
 against transformers pass ``dtype="float32"``.
 
 quantization: "none" (the default), "int8", "int4" (weight-only, CPU; see
-engine.kernels.cpu.quantized_linear), or "auto": engine.kernels.choose_quantization,
+engine.kernels.cpu.quantized_linear), "w4a8"/"w8a8" (int4/int8 weights, generated rows'
+activations int8), or "auto": engine.kernels.choose_quantization (weight-only modes only),
 the mode whose decode-sized linears time clearly faster on this CPU, else "none".
 prefer: "speed" (default) or "accuracy"; with "accuracy", "auto" means float32 and
 no quantization. Whenever "auto" lands anywhere but the float32 model, the runner
@@ -65,7 +66,7 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, prefer:
 
 def resolve_quantization(quantization: str | None, dtype: torch.dtype, device: torch.device,
                          prefer: str = "speed") -> str:
-    """"none", "int8" or "int4"; None means "none", "auto" -> engine.kernels.choose_quantization.
+    """"none", "int8", "int4", "w4a8" or "w8a8"; None means "none", "auto" -> engine.kernels.choose_quantization.
     Raises ValueError for any other name."""
     if quantization is None:
         return "none"

@@ -32,8 +32,9 @@ class EngineSettings(BaseModel):
     model: str = "smollm2-135m"
     device: str = "auto"
     dtype: str | None = None
-    quantization: str | None = Field(None, description="Weight-only quantization: none | int8 | int4 | auto "
-                                     "(what the CPU's probe times faster at decode).")
+    quantization: str | None = Field(None, description="Quantization: none | int8 | int4 (weight-only) | w4a8 "
+                                     "(int4 weights, int8 activations) | w8a8 | auto (the weight-only mode the CPU's "
+                                     "probe times faster at decode).")
     prefer: str | None = Field(None, description="speed | accuracy: what an auto dtype / quantization favours; "
                                "accuracy runs the float32 model.")
     page_size: int = 16

@@ -1,7 +1,7 @@
 """Compute kernels behind one seam: the model and the runner import only from here.
 
     make_linear(weight, bias, quantization)   a Linear: x -> x @ weight.T + bias, one row's bits independent
-                                              of its batch; weight-only int8/int4 when asked
+                                              of its batch; weight-only int8/int4 (and w4a8/w8a8) when asked
     choose_dtype(device, prefer)              the dtype "auto" stands for on that device
     choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
@@ -39,7 +39,7 @@ __all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype"
            "make_attention", "make_linear", "make_norm", "native_ops", "RMSNorm"]
 
 PREFERENCES = ("speed", "accuracy")
-QUANTIZATIONS = ("none", "int8", "int4")  # and "auto": choose_quantization
+QUANTIZATIONS = ("none", "int8", "int4", "w4a8", "w8a8")  # and "auto": choose_quantization
 
 
 class Linear(Protocol):
@@ -63,17 +63,19 @@ class Attention(Protocol):
 def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantization: str = "none") -> Linear:
     """A linear layer over ``weight`` (out_features, in_features) in its own dtype and device: packed for
     oneDNN on a CPU that supports the dtype there, ``F.linear`` otherwise; with ``quantization`` "int8" or
-    "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype. A weight
-    whose in_features the groups of 32 do not divide stays dense; an int4 weight whose outputs are not a
-    multiple of 16 (torch's int4 packing) falls back to int8."""
+    "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype; "w4a8" and
+    "w8a8" are int4 and int8 whose generated rows are also quantized, to int8 per 32 inputs
+    (engine.kernels.cpu.quantized_linear).
+    A weight whose in_features the groups of 32 do not divide stays dense; an int4 weight whose outputs are
+    not a multiple of 16 (torch's int4 packing) falls back to int8."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     if quantization != "none" and weight.device.type != "cpu":
         raise ValueError(f"weight-only {quantization} runs on CPU only, not on {weight.device.type}")
-    if quantization == "int4" and int4_applies(weight):
-        return Int4WeightLinear(weight, bias)
+    if quantization in ("int4", "w4a8") and int4_applies(weight):
+        return Int4WeightLinear(weight, bias, int8_activations=quantization == "w4a8")
     if quantization != "none" and weight.shape[1] % GROUP_SIZE == 0:
-        return Int8WeightLinear(weight, bias)
+        return Int8WeightLinear(weight, bias, int8_activations=quantization in ("w4a8", "w8a8"))
     return dense_linear(weight, bias)
 
 

@@ -90,8 +90,9 @@ class LlamaModel:
 
     def __init__(self, config, state_dict: dict[str, torch.Tensor], dtype: torch.dtype, device="cpu",
                  quantization: str = "none") -> None:
-        """``quantization`` ("none", "int8", "int4") is applied to every decoder linear; the LM head takes
-        int8 when the layers take int4 (it is the largest matrix and the logits feel it most)."""
+        """``quantization`` ("none", "int8", "int4", "w4a8", "w8a8") is applied to every decoder linear; the LM
+        head takes int8 when the layers take int4, w8a8 when they take w4a8 (it is the largest matrix and the
+        logits feel it most)."""
         self.config = config
         self.quantization = quantization
         self.shape = ModelShape.from_config(config)
@@ -107,7 +108,7 @@ class LlamaModel:
         has_head = "lm_head.weight" in state_dict and not self.shape.is_tied
         self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
         # a tied head reads the embedding matrix; the lookup keeps using self.embed
-        head_quantization = "int8" if quantization == "int4" else quantization
+        head_quantization = {"int4": "int8", "w4a8": "w8a8"}.get(quantization, quantization)
         self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed, quantization=head_quantization)
         max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
         self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)

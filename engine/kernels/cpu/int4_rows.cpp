@@ -124,16 +124,9 @@ template <typename T>
 void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
   const T* xp = x.data_ptr<T>();
-  std::vector<float> sums(m * groups);  // sum(x_g) per row and group, pairs then pairs of pairs (a fixed order)
+  std::vector<float> sums(m * groups);  // sum(x_g) per row and group, in group_sum32's fixed tree
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t g = 0; g < groups; ++g) {
-      float lanes[LANES];
-      for (int64_t l = 0; l < LANES; ++l)
-        lanes[l] = to_float(xp[i * k + g * GROUP + l]) + to_float(xp[i * k + g * GROUP + l + LANES]);
-      for (int64_t width = LANES / 2; width > 0; width /= 2)
-        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-      sums[i * groups + g] = lanes[0];
-    }
+    for (int64_t g = 0; g < groups; ++g) sums[i * groups + g] = radixgate::group_sum32(xp + i * k + g * GROUP);
   const uint8_t* qp = q.data_ptr<uint8_t>();
   const c10::Half* szp = scale_min.data_ptr<c10::Half>();
   T* op = out.data_ptr<T>();

@@ -15,6 +15,8 @@ at::Tensor rotary(const at::Tensor& qkv, int64_t heads, int64_t head_dim, const 
 at::Tensor silu_mul(const at::Tensor& gate_up);
 at::Tensor dense_rows(const at::Tensor& x, const at::Tensor& packed, int64_t n);
 at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n);
+at::Tensor int4_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n);
+at::Tensor int8_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale, int64_t n);
 at::Tensor int8_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale, int64_t n);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -24,6 +26,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("rms_norm", &rms_norm, "RMSNorm of each row, float32 inside, rounded once");
   m.def("dense_rows", &dense_rows, "x @ w.T for a few rows over a lane-packed weight, row-invariant");
   m.def("int4_rows", &int4_rows, "x @ dequant(q).T for a few rows over lane-packed int4 weights, row-invariant");
+  m.def("int4_dot_rows", &int4_dot_rows,
+        "x @ dequant(q).T for a few rows, int4 weights times int8-quantized activations, row-invariant");
+  m.def("int8_dot_rows", &int8_dot_rows,
+        "x @ (q * scale).T for a few rows, int8 weights times int8-quantized activations, row-invariant");
   m.def("int8_rows", &int8_rows, "x @ (q * scale).T for a few float32 rows over lane-packed int8, row-invariant");
   m.def("rotary", &rotary, "rotary embedding of the q/k heads of fused q/k/v rows, float32 inside, rounded once");
   m.def("silu_mul", &silu_mul, "silu(gate) * up over fused gate/up rows, float32 inside, rounded once");

@@ -39,6 +39,17 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
 }
 inline float to_float(c10::Half v) { return static_cast<float>(v); }  // exact
 
+// The float32 sum of 32 values in a fixed tree: value l plus value l + 16, then halves of what is left (the
+// min term of the int4 kernels, which must not depend on how a row is tiled)
+template <typename T>
+inline float group_sum32(const T* x) {
+  float lanes[16];
+  for (int l = 0; l < 16; ++l) lanes[l] = to_float(x[l]) + to_float(x[l + 16]);
+  for (int width = 8; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
 #if defined(RADIXGATE_VEC16)
 // f32x16: 16 float32 lanes, the width every kernel's lane-wise arithmetic is written for. Each helper does the
 // same lane-wise operation on either backend, so a kernel's bits depend on its own order of operations only;

@@ -3,7 +3,10 @@
     Int8WeightLinear   weight stored int8, one float16 scale per GROUP_SIZE inputs of a row
     Int4WeightLinear   weight stored 4-bit, one (scale, min) pair per GROUP_SIZE inputs of a row;
                        ``aten._weight_int4pack_mm_for_cpu`` over the weight packed once for it, where
-                       the native kernels do not build
+                       the native kernels do not build; with ``int8_activations`` (the "w4a8" mode)
+                       generated rows are quantized to int8 per GROUP_SIZE inputs and multiplied by byte
+                       dot products (llama.cpp's Q4_1 x Q8_1), ~2x the float lane kernel at batch 1;
+                       int8 likewise (the "w8a8" mode, Q8_0 x Q8_0: w4a8's LM head)
 
 Only the weights are quantized: activations stay in the model dtype and each kernel accumulates in
 float32, so a row's result depends only on that row (both kernels loop over rows independently: a row
@@ -18,7 +21,9 @@ the dense copy costs the unquantized model's memory. Generated rows (decode and 
 same q and scales, lane-packed (torch's int8 kernel took 14.3 ms for a 49152 x 576 head row on AVX2);
 int8 of bfloat16 models on the dequantized weight in bfloat16 (the CPU's bfloat16 dot product beat torch's
 int8 kernel). int8 keeps no torch kernel: without the native kernels every row runs the dense product.
-Other bits than the prompt rows' product; the same for any batch.
+Other bits than the prompt rows' product; the same for any batch. w4a8 and w8a8 change only the generated rows:
+they lose what 8-bit activations lose (``radixgate bench accuracy --quantization w4a8`` measures it);
+prompt rows stay the float product.
 
 Rounding. int8 is GGUF's Q8_0 block: per group of 32 inputs a float16 scale = max |w| / 127 and
 w = q * scale (exact in float32), so a Q8_0 weight (the default SmolLM2's embedding, its tied head) comes
@@ -37,7 +42,7 @@ import torch
 
 from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.packed_linear import dense_linear
-from engine.kernels.cpu.row_linear import Int4RowLinear, Int8RowLinear, RowLinear
+from engine.kernels.cpu.row_linear import Int4DotRowLinear, Int4RowLinear, Int8DotRowLinear, Int8RowLinear, RowLinear
 
 GROUP_SIZE = 32  # inputs per int8 scale / int4 (scale, min) pair; every quantized in_features divides by it
 INNER_K_TILES = 2  # the packing's K tiling (the kernel accepts 2, 4 or 8)
@@ -73,9 +78,12 @@ class Int8WeightLinear:
 
     Prompt rows run the dense product over the dequantized weight; generated rows of a float32 model the int8
     kernel over q and scale (a quarter of the bytes), of a bfloat16 model the CPU's bfloat16 dot product over
-    the dequantized weight (it beat every int8 kernel tried there). One weight for both kinds of row."""
+    the dequantized weight (it beat every int8 kernel tried there). One weight for both kinds of row.
+    ``int8_activations`` (w8a8, and the head of w4a8): generated rows are quantized to int8 per group and
+    multiplied by byte dot products over q (llama.cpp's Q8_0 x Q8_0), in either dtype."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 int8_activations: bool = False) -> None:
         if weight.shape[1] % GROUP_SIZE:
             raise ValueError(f"int8 needs in_features divisible by {GROUP_SIZE}, got {weight.shape[1]}")
         q, scale = quantize_int8(weight)
@@ -85,6 +93,8 @@ class Int8WeightLinear:
         native = native_for(weight.dtype, weight.device)
         if native is None:
             self.by_row = None
+        elif int8_activations:
+            self.by_row = Int8DotRowLinear(native, q, scale, bias)
         elif weight.dtype == torch.float32:
             self.by_row = Int8RowLinear(native, q, scale, bias)
         else:
@@ -116,9 +126,11 @@ def dequantize_int4(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor)
 
 
 class Int4WeightLinear:
-    """x -> x @ dequant(q).T + bias with q 4-bit (packed once) and a (scale, min) pair per GROUP_SIZE inputs."""
+    """x -> x @ dequant(q).T + bias with q 4-bit (packed once) and a (scale, min) pair per GROUP_SIZE inputs;
+    ``int8_activations``: generated rows quantized to int8 per group (w4a8) where the native kernels build."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 int8_activations: bool = False) -> None:
         out_features, in_features = weight.shape
         if in_features % GROUP_SIZE:
             raise ValueError(f"int4 needs in_features divisible by {GROUP_SIZE}, got {in_features}")
@@ -132,7 +144,8 @@ class Int4WeightLinear:
             self.scale_and_zero = pairs.transpose(0, 1).contiguous().to(weight.dtype)
             self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, INNER_K_TILES)
         else:  # both kinds of row see one weight
-            self.by_row = Int4RowLinear(native, q, scale, minimum, bias)
+            rows = Int4DotRowLinear if int8_activations else Int4RowLinear
+            self.by_row = rows(native, q, scale, minimum, bias)
             self.prompt_rows = dense_linear(dequantize_int4(q, scale, minimum).to(weight.dtype), bias, by_row=False)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,10 @@
     Int8RowLinear(native, q, scale)   the same over int8 weights (GGUF Q8_0 blocks), float32 rows
     Int4RowLinear(native, q, scale, min)   the same over int4 weights (GGUF Q4_1 blocks: the same q,
                                 float16 scale and min as engine.kernels.cpu.quantized_linear), lane-packed
+    Int4DotRowLinear(native, q, scale, min)   the same weights times int8-quantized activations (w4a8:
+                                llama.cpp's Q4_1 x Q8_1 product, int4_dot_rows.cpp), not the float product
+    Int8DotRowLinear(native, q, scale)   int8 weights times int8-quantized activations (Q8_0 x Q8_0,
+                                int8_dot_rows.cpp: the LM head of w4a8)
 
 A row's bits depend only on that row (dense_rows.cpp states the contract), never on how many rows the call
 holds; they differ from the packed oneDNN product's, which keeps the prompt rows (engine.kernels.row_split
@@ -18,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 LANES = 16
+QUANT_GROUP = 32  # inputs per quantization group (engine.kernels.cpu.quantized_linear's GROUP_SIZE)
 
 
 def pack_lanes(weight: torch.Tensor) -> torch.Tensor:
@@ -56,9 +61,7 @@ class Int8RowLinear:
         self.native = native
         self.out_features = q.shape[0]
         self.packed = pack_lanes(q)
-        out_pad, groups = self.packed.shape[0] * LANES, scale.shape[1]
-        padded = F.pad(scale.to(torch.float16), (0, 0, 0, out_pad - self.out_features))  # (out_pad, groups)
-        self.scale = padded.view(out_pad // LANES, LANES, groups).transpose(1, 2).contiguous()  # (blocks, groups, 16)
+        self.scale = pack_group_scales(scale)  # (blocks, groups, 16)
         self.bias = bias
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -66,20 +69,54 @@ class Int8RowLinear:
         return out if self.bias is None else out + self.bias
 
 
-INT4_GROUP = 32
-
-
 def pack_int4_lanes(q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """q (out, in) in 0..15, scale/min (out, in / 32) float16 -> nibbles (out/16, in/32, 16, 16) uint8 (block,
     group, input pair, output lane; input 2p low, 2p + 1 high) and scale_min (out/16, in/32, 2, 16)."""
     out_features, in_features = q.shape
-    out_pad, groups = -(-out_features // LANES) * LANES, in_features // INT4_GROUP
+    out_pad, groups = -(-out_features // LANES) * LANES, in_features // QUANT_GROUP
     q = F.pad(q.to(torch.uint8), (0, 0, 0, out_pad - out_features))
-    pairs = q.view(out_pad // LANES, LANES, groups, INT4_GROUP // 2, 2)
+    pairs = q.view(out_pad // LANES, LANES, groups, QUANT_GROUP // 2, 2)
     nibbles = (pairs[..., 0] | (pairs[..., 1] << 4)).permute(0, 2, 3, 1).contiguous()
+    return nibbles, pack_scale_min(scale, minimum)
+
+
+def pack_scale_min(scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
+    """scale/min (out, in / 32) float16 -> (out/16, in/32, 2, 16): per block and group, its 16 scales then its
+    16 mins (padding outputs zero)."""
+    out_features, groups = scale.shape
+    out_pad = -(-out_features // LANES) * LANES
     scale_min = torch.stack([F.pad(t, (0, 0, 0, out_pad - out_features)) for t in (scale, minimum)], dim=1)
-    scale_min = scale_min.view(out_pad // LANES, LANES, 2, groups).permute(0, 3, 2, 1).contiguous()
-    return nibbles, scale_min
+    return scale_min.view(out_pad // LANES, LANES, 2, groups).permute(0, 3, 2, 1).contiguous()
+
+
+def pack_int4_dot_lanes(q: torch.Tensor) -> torch.Tensor:
+    """q (out, in) in 0..15 -> (out/16, in/32, 4, 16, 4) uint8 (block, group, chunk, output lane, byte):
+    byte j of a lane's chunk c holds input 8c + j of its group in the low nibble and 8c + 4 + j in the high
+    one, so one AND (and one shift) lays out four inputs per 32-bit lane for the byte dot product."""
+    out_features, in_features = q.shape
+    out_pad, groups = -(-out_features // LANES) * LANES, in_features // QUANT_GROUP
+    q = F.pad(q.to(torch.uint8), (0, 0, 0, out_pad - out_features))
+    halves = q.view(out_pad // LANES, LANES, groups, 4, 2, 4)  # (block, lane, group, chunk, half, byte)
+    packed = halves[:, :, :, :, 0] | (halves[:, :, :, :, 1] << 4)
+    return packed.permute(0, 2, 3, 1, 4).contiguous()
+
+
+def pack_int8_dot_lanes(q: torch.Tensor) -> torch.Tensor:
+    """q (out, in) int8 -> (out/16, in/32, 8, 16, 4) int8 (block, group, chunk, output lane, byte): byte j of a
+    lane's chunk c holds input 4c + j of its group, four inputs per 32-bit lane for the byte dot product."""
+    out_features, in_features = q.shape
+    out_pad, groups = -(-out_features // LANES) * LANES, in_features // QUANT_GROUP
+    q = F.pad(q, (0, 0, 0, out_pad - out_features))
+    chunks = q.view(out_pad // LANES, LANES, groups, 8, 4)  # (block, lane, group, chunk, byte)
+    return chunks.permute(0, 2, 3, 1, 4).contiguous()
+
+
+def pack_group_scales(scale: torch.Tensor) -> torch.Tensor:
+    """scale (out, in / 32) -> (out/16, in/32, 16) float16: per block and group, its 16 scales (padding zero)."""
+    out_features, groups = scale.shape
+    out_pad = -(-out_features // LANES) * LANES
+    padded = F.pad(scale.to(torch.float16), (0, 0, 0, out_pad - out_features))
+    return padded.view(out_pad // LANES, LANES, groups).transpose(1, 2).contiguous()
 
 
 class Int4RowLinear:
@@ -94,4 +131,37 @@ class Int4RowLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = self.native.int4_rows(x.contiguous(), self.nibbles, self.scale_min, self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
+class Int4DotRowLinear:
+    """x (rows, in_features) float32 or bfloat16 -> (rows, out_features) + bias over int4 weights times the
+    rows quantized to int8 per 32 inputs (w4a8), on ``native``."""
+
+    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, minimum: torch.Tensor,
+                 bias: torch.Tensor | None = None) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.nibbles = pack_int4_dot_lanes(q)
+        self.scale_min = pack_scale_min(scale.to(torch.float16), minimum.to(torch.float16))
+        self.bias = bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.native.int4_dot_rows(x.contiguous(), self.nibbles, self.scale_min, self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
+class Int8DotRowLinear:
+    """x (rows, in_features) float32 or bfloat16 -> (rows, out_features) + bias over int8 weights (Q8_0 blocks)
+    times the rows quantized to int8 per 32 inputs, on ``native``."""
+
+    def __init__(self, native, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.packed = pack_int8_dot_lanes(q)
+        self.scale = pack_group_scales(scale)
+        self.bias = bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.native.int8_dot_rows(x.contiguous(), self.packed, self.scale, self.out_features)
         return out if self.bias is None else out + self.bias

@@ -27,7 +27,7 @@ def parse_list(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
 def accuracy(
     dtype: str = typer.Option("float32,bfloat16", help="Comma-separated dtypes: float32, bfloat16."),
     quantization: str = typer.Option("none,int8,int4", help="Comma-separated radixgate weight modes per dtype: "
-                                     "none, int8, int4 (transformers runs each dtype unquantized)."),
+                                     "none, int8, int4, w4a8, w8a8 (transformers runs each dtype unquantized)."),
     tokens: int = typer.Option(32, min=2, help="Greedy tokens per prompt (and teacher-forced positions)."),
     num_prompts: int = typer.Option(0, "--prompts", min=0, help="Use the first N prompts of the set (0: all)."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
@@ -44,7 +44,7 @@ def accuracy(
     from gateway.bench.accuracy.run import run_accuracy
 
     dtypes = [getattr(torch, name) for name in parse_list(dtype, ("float32", "bfloat16"), "--dtype")]
-    modes = parse_list(quantization, ("none", "int8", "int4"), "--quantization")
+    modes = parse_list(quantization, ("none", "int8", "int4", "w4a8", "w8a8"), "--quantization")
     if device == "cuda":
         modes = [m for m in modes if m == "none"]  # weight-only quantization is CPU-only
     set_torch_threads(threads)

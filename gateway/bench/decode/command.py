@@ -34,7 +34,7 @@ def decode(
     prompt_len: int = typer.Option(32, min=1, help="Prompt tokens per sequence (prefilled, not timed)."),
     prefill_len: int = typer.Option(1024, min=0, help="Also time one prefill of this many tokens (0: skip)."),
     dtype: str = typer.Option("auto", help="float32 | bfloat16 | auto (the runner's default)."),
-    quantization: str = typer.Option("none", help="Weight-only quantization: none | int8 | int4 | auto (what the "
+    quantization: str = typer.Option("none", help="Quantization: none | int8 | int4 | w4a8 | w8a8 | auto (what the "
                                      "CPU's probe times faster at decode)."),
     device: str = typer.Option("auto", help="cpu | cuda | auto."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),

@@ -62,19 +62,22 @@ def linear_weight_counts(shape) -> tuple[int, int]:
 def bytes_per_weight(dtype: torch.dtype, quantization: str) -> float:
     """Weight bytes a decode step reads per weight: the dtype's size dense; int8 one byte plus a float16 scale
     per QUANT_GROUP_SIZE weights for float32 rows (bfloat16 rows read the dequantized bfloat16 weight); int4
-    half a byte plus a float16 (scale, min) pair per QUANT_GROUP_SIZE weights (engine.kernels.cpu.quantized_linear)."""
+    (and w4a8) half a byte plus a float16 (scale, min) pair per QUANT_GROUP_SIZE weights
+    (engine.kernels.cpu.quantized_linear)."""
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if quantization == "int8":
         return 1.0 + 2 / QUANT_GROUP_SIZE if dtype == torch.float32 else float(itemsize)
-    if quantization == "int4":
+    if quantization == "w8a8":
+        return 1.0 + 2 / QUANT_GROUP_SIZE
+    if quantization in ("int4", "w4a8"):
         return 0.5 + 4 / QUANT_GROUP_SIZE
     return float(itemsize)
 
 
 def decode_weight_bytes(shape, dtype: torch.dtype, quantization: str) -> float:
-    """Weight bytes one decode step reads (the LM head takes int8 when the layers take int4)."""
+    """Weight bytes one decode step reads (the LM head takes int8 when the layers take int4, w8a8 under w4a8)."""
     layers, head = linear_weight_counts(shape)
-    head_mode = "int8" if quantization == "int4" else quantization
+    head_mode = {"int4": "int8", "w4a8": "w8a8"}.get(quantization, quantization)
     return layers * bytes_per_weight(dtype, quantization) + head * bytes_per_weight(dtype, head_mode)
 
 

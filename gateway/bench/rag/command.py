@@ -42,7 +42,7 @@ def rag(
     device: str = typer.Option("auto", help="cpu | cuda | auto."),
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     dtype: str = typer.Option("auto", help="auto (the engine default: bfloat16 where it measures faster on this CPU, else float32) | float32 | bfloat16; outputs must match across modes."),
-    quantization: str = typer.Option("none", help="radixgate's weight-only quantization: none | int8 | int4 | auto "
+    quantization: str = typer.Option("none", help="radixgate's quantization: none | int8 | int4 | w4a8 | w8a8 | auto "
                                      "(the same for `radixgate serve` under --vs vllm; peers keep their own)."),
     max_batch_tokens: int = typer.Option(1024, help="Per-step token budget (chunked prefill)."),
     threads: int = typer.Option(0, help=THREADS_HELP),

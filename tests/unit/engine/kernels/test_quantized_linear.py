@@ -1,4 +1,4 @@
-"""Weight-only int8/int4 linears: close to the dense product, a row's bits independent of its batch,
+"""Weight-only int8/int4 linears (and w4a8): close to the dense product, a row's bits independent of its batch,
 and "auto" takes a quantized mode only where the probe times it clearly faster."""
 
 import pytest
@@ -8,11 +8,12 @@ import engine.kernels.cpu.quant_probe as probe
 from engine.kernels import choose_dtype, choose_quantization, make_linear
 from engine.kernels.cpu.quantized_linear import (Int4WeightLinear, Int8WeightLinear, dequantize_int4, dequantize_int8,
                                                   quantize_int4, quantize_int8)
+from engine.kernels.cpu.row_linear import Int4DotRowLinear, Int4RowLinear, Int8DotRowLinear
 from engine.runner import resolve_quantization
 
 CPU = torch.device("cpu")
 # relative error of the product (Frobenius norm) that each mode's rounding allows on Gaussian weights
-MAX_RELATIVE_ERROR = {"int8": 0.02, "int4": 0.15}
+MAX_RELATIVE_ERROR = {"int8": 0.02, "int4": 0.15, "w4a8": 0.15, "w8a8": 0.03}
 
 
 def gaussian(*shape, seed=0):
@@ -20,7 +21,7 @@ def gaussian(*shape, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("mode", ["int8", "int4"])
+@pytest.mark.parametrize("mode", ["int8", "int4", "w4a8", "w8a8"])
 def test_quantized_product_stays_close_to_the_dense_one(mode, dtype):
     weight, bias, x = gaussian(192, 128) / 10, gaussian(192, seed=1), gaussian(7, 128, seed=2)
     linear = make_linear(weight.to(dtype), bias.to(dtype), quantization=mode)
@@ -30,7 +31,7 @@ def test_quantized_product_stays_close_to_the_dense_one(mode, dtype):
     assert (got - expected).norm() / expected.norm() < MAX_RELATIVE_ERROR[mode]
 
 
-@pytest.mark.parametrize("mode", ["int8", "int4"])
+@pytest.mark.parametrize("mode", ["int8", "int4", "w4a8", "w8a8"])
 def test_a_rows_result_does_not_depend_on_its_batch(mode):
     linear = make_linear(gaussian(256, 64) / 8, quantization=mode)
     x = gaussian(33, 64, seed=3)
@@ -40,10 +41,11 @@ def test_a_rows_result_does_not_depend_on_its_batch(mode):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("mode", ["int8", "int4"])
+@pytest.mark.parametrize("mode", ["int8", "int4", "w4a8", "w8a8"])
 def test_generated_rows_take_a_by_row_kernel_close_to_the_product_and_batch_free(mode, dtype):
-    """The by-row kernel (int4: the same quantized weights, lane-packed; int8: the unquantized weight) stays
-    within the mode's error of the dense product, and a row's bits do not depend on its batch."""
+    """The by-row kernel (int4: the same quantized weights, lane-packed; int8: the unquantized weight; w4a8:
+    int4's weights times int8 activations) stays within the mode's error of the dense product, and a row's
+    bits do not depend on its batch."""
     weight, bias, x = gaussian(208, 96) / 10, gaussian(208, seed=1), gaussian(9, 96, seed=2)
     linear = make_linear(weight.to(dtype), bias.to(dtype), quantization=mode)
     assert linear.by_row is not None, "the native kernels must build where the tests run"
@@ -128,6 +130,10 @@ def test_int4_refuses_weights_beyond_float16():
 def test_make_linear_picks_the_kernel_per_mode_and_falls_back_for_odd_widths():
     assert isinstance(make_linear(gaussian(64, 64), quantization="int8"), Int8WeightLinear)
     assert isinstance(make_linear(gaussian(64, 64), quantization="int4"), Int4WeightLinear)
+    assert isinstance(make_linear(gaussian(64, 64), quantization="int4").by_row, Int4RowLinear)
+    assert isinstance(make_linear(gaussian(64, 64), quantization="w4a8").by_row, Int4DotRowLinear)
+    assert isinstance(make_linear(gaussian(40, 64), quantization="w4a8").by_row, Int8DotRowLinear)  # as int4
+    assert isinstance(make_linear(gaussian(64, 64), quantization="w8a8").by_row, Int8DotRowLinear)
     assert isinstance(make_linear(gaussian(40, 64), quantization="int4"), Int8WeightLinear)  # 40 % 16 != 0
     for mode in ("int8", "int4"):  # 48 % 32 != 0: no whole groups, the dense linear
         assert isinstance(make_linear(gaussian(64, 48), quantization=mode), type(make_linear(gaussian(64, 48))))

@@ -6,7 +6,9 @@ import torch
 
 from engine.kernels.cpu.native import native_kernels
 from engine.kernels.cpu.packed_linear import PackedLinear, packing_applies
-from engine.kernels.cpu.row_linear import Int8RowLinear, RowLinear, pack_lanes
+from engine.kernels.cpu.quantized_linear import dequantize_int4, quantize_int4, quantize_int8
+from engine.kernels.cpu.row_linear import (Int4DotRowLinear, Int4RowLinear, Int8DotRowLinear, Int8RowLinear, RowLinear,
+                                          pack_int4_dot_lanes, pack_int8_dot_lanes, pack_lanes)
 from engine.kernels.row_split import RowSplit, split_rows
 
 
@@ -78,6 +80,87 @@ def test_int8_rows_match_float64_and_keep_their_bits_in_any_batch(native, shape)
     assert (out.double() - exact).abs().max() <= 1e-5 * exact.abs().max()
     for size in (1, 2, 3, 4):
         assert torch.equal(torch.cat([linear(x[i : i + size]) for i in range(0, 9, size)]), out), size
+
+
+def test_pack_int4_dot_lanes_puts_four_inputs_per_lane_low_nibbles_then_high():
+    q = torch.randint(0, 16, (20, 64), generator=torch.Generator().manual_seed(0))  # 20 outputs: padded to 32
+    packed = pack_int4_dot_lanes(q)
+    assert packed.shape == (2, 2, 4, 16, 4) and packed.dtype == torch.uint8
+    # block 1, group 1, chunk 2, lane 3 (output 19), byte 1: inputs 32 + 16 + 1 (low) and 32 + 16 + 4 + 1 (high)
+    assert packed[1, 1, 2, 3, 1].item() == q[19, 49].item() | q[19, 53].item() << 4
+    assert packed[0, 0, 0, 5, 0].item() == q[5, 0].item() | q[5, 4].item() << 4
+    assert packed[1, 0, 0, 4].abs().sum() == 0  # padded output 20
+
+
+def dot_reference(x, q, scale, minimum=None):
+    """The product int4_dot_rows.cpp / int8_dot_rows.cpp define, in float64: each group of 32 inputs rounded to
+    int8 steps of max|x_g| / 127, its exact integer dot with q scaled by scale * d_g (plus min * the unrounded
+    sum(x_g) for int4)."""
+    rows, k = x.shape
+    groups = x.float().view(rows, k // 32, 32)
+    d = groups.abs().amax(-1) / 127  # float32, as the kernel computes it
+    x8 = torch.where(d[..., None] > 0, torch.round(groups / d.clamp(min=1e-30)[..., None]), 0).clamp(-127, 127)
+    dots = torch.einsum("rgk,ogk->rog", x8.double(), q.double().view(q.shape[0], -1, 32))
+    terms = dots * (scale.float()[None] * d[:, None]).double()
+    if minimum is not None:
+        terms = terms + minimum.double()[None] * groups.double().sum(-1)[:, None]
+    return terms.sum(-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(960, 576), (576, 1536), (40, 64)])
+def test_int4_dot_rows_compute_the_int8_activation_product_and_keep_their_bits_in_any_batch(native, shape, dtype):
+    gen = torch.Generator().manual_seed(1)
+    q, scale, minimum = quantize_int4(torch.randn(*shape, generator=gen) * 0.05)
+    linear = Int4DotRowLinear(native, q, scale, minimum)
+    x = torch.randn(7, shape[1], generator=gen).to(dtype)
+    x[0, :32] = 0  # an all-zero group quantizes to zeros
+    got = linear(x)
+    assert got.shape == (7, shape[0]) and got.dtype == dtype
+    expected = dot_reference(x, q, scale, minimum)
+    scale_of_sums = expected.abs().max()
+    tolerance = 1e-5 if dtype == torch.float32 else 2 ** -8  # float32 sums; bfloat16 rounds the result once
+    assert ((got.double() - expected).abs().max() / scale_of_sums) < tolerance
+    for size in (1, 2, 3):
+        assert torch.equal(torch.cat([linear(x[i : i + size]) for i in range(0, 7, size)]), got), size
+
+
+def test_pack_int8_dot_lanes_puts_four_consecutive_inputs_per_lane():
+    q = torch.randint(-127, 128, (20, 64), generator=torch.Generator().manual_seed(0)).to(torch.int8)
+    packed = pack_int8_dot_lanes(q)
+    assert packed.shape == (2, 2, 8, 16, 4) and packed.dtype == torch.int8
+    assert packed[1, 1, 5, 3, 2].item() == q[19, 32 + 4 * 5 + 2].item()  # block 1, group 1, chunk 5, output 19
+    assert packed[1, 0, 0, 4].abs().sum() == 0  # padded output 20
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(49152 // 16, 576), (576, 1536), (40, 64)])
+def test_int8_dot_rows_compute_the_int8_activation_product_and_keep_their_bits_in_any_batch(native, shape, dtype):
+    gen = torch.Generator().manual_seed(3)
+    q, scale = quantize_int8(torch.randn(*shape, generator=gen) * 0.05)
+    q[0, :4] = torch.tensor([-127, 127, 0, -1], dtype=torch.int8)  # the extremes and zero keep their signs
+    linear = Int8DotRowLinear(native, q, scale)
+    x = torch.randn(7, shape[1], generator=gen).to(dtype)
+    x[1, 32:64] = 0
+    got = linear(x)
+    assert got.shape == (7, shape[0]) and got.dtype == dtype
+    expected = dot_reference(x, q, scale)
+    tolerance = 1e-5 if dtype == torch.float32 else 2 ** -8
+    assert ((got.double() - expected).abs().max() / expected.abs().max()) < tolerance
+    for size in (1, 2, 3):
+        assert torch.equal(torch.cat([linear(x[i : i + size]) for i in range(0, 7, size)]), got), size
+
+
+def test_int4_dot_rows_equal_the_float_int4_rows_when_the_activations_are_already_int8_steps(native):
+    """Rows whose groups each hold 127 (or -127) and integers are their own int8 rounding: w4a8 then
+    computes the float int4 product, up to float32 summation order."""
+    gen = torch.Generator().manual_seed(2)
+    q, scale, minimum = quantize_int4(torch.randn(64, 128, generator=gen) * 0.05)
+    x = torch.randint(-127, 128, (3, 128), generator=gen).float()
+    x[:, ::32] = 127.0
+    exact = x.double() @ dequantize_int4(q, scale, minimum).double().T
+    for linear in (Int4DotRowLinear(native, q, scale, minimum), Int4RowLinear(native, q, scale, minimum)):
+        assert ((linear(x).double() - exact).abs().max() / exact.abs().max()) < 1e-5
 
 
 def test_packed_linears_carry_a_by_row_kernel_unless_told_not_to(native):

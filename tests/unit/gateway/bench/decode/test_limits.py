@@ -21,6 +21,10 @@ def test_bytes_per_weight_shrink_with_quantization_and_int4_keeps_an_int8_head()
     layers, head = linear_weight_counts(SHAPE)
     assert decode_weight_bytes(SHAPE, torch.float32, "int4") == layers * (0.5 + 4 / 32) + head * (1 + 2 / 32)
     assert decode_weight_bytes(SHAPE, torch.bfloat16, "int4") == layers * (0.5 + 4 / 32) + head * 2
+    # w4a8 reads int4's layers and a w8a8 head: int8 bytes in either dtype (its kernel reads q, not a copy)
+    assert bytes_per_weight(torch.bfloat16, "w8a8") == bytes_per_weight(torch.float32, "w8a8") == 1 + 2 / 32
+    for dtype in (torch.float32, torch.bfloat16):
+        assert decode_weight_bytes(SHAPE, dtype, "w4a8") == layers * (0.5 + 4 / 32) + head * (1 + 2 / 32)
 
 
 def test_measured_limits_are_positive(monkeypatch):
