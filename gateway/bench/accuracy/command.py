@@ -33,6 +33,8 @@ def accuracy(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     device: str = typer.Option("cpu", help="cpu | cuda."),
     threads: int = typer.Option(0, help=THREADS_HELP),
+    vs: list[str] = typer.Option([], "--vs", help="Also measure a peer on its own weights: llamacpp (the model's "
+                                 "GGUF through llama-cpp-python, its 8-bit activations: compare with w4a8)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
 ) -> None:
     """Mean KL of next-token distributions from float32 transformers, and greedy agreement over the first
@@ -49,11 +51,21 @@ def accuracy(
         modes = [m for m in modes if m == "none"]  # weight-only quantization is CPU-only
     set_torch_threads(threads)
     texts = PROMPTS[:num_prompts] if num_prompts else PROMPTS
+    unknown = sorted(set(vs) - {"llamacpp"})
+    if unknown:
+        raise typer.BadParameter(f"--vs takes llamacpp; got {', '.join(unknown)}")
     loaded = load_model(model)
+    llamacpp_gguf = None
+    if "llamacpp" in vs:
+        from gateway.bench.rag.baselines import gguf_path
+
+        llamacpp_gguf = gguf_path(model)
+        if llamacpp_gguf is None:
+            raise typer.BadParameter(f"--vs llamacpp needs a GGUF model (an alias or a .gguf path), not {model!r}")
     typer.echo(f"{loaded.model_id}: {len(texts)} prompts, {tokens} tokens each, {torch.get_num_threads()} threads")
     with progress_bars(len(texts)) as progress:
         result = run_accuracy(loaded, texts, num_tokens=tokens, dtypes=dtypes, quantizations=modes, device=device,
-                              progress=progress)
+                              progress=progress, llamacpp_gguf=llamacpp_gguf)
     print_result(result)
     write_json(result, json_out)
     if not all(result["radixgate_no_further_than_transformers"].values()):
@@ -73,6 +85,8 @@ def print_result(result: dict) -> None:
                       f"{row['top1_agreement']:.1%}", f"{row['greedy_agreement']:.1%}", f"{row['greedy_exact']:.1%}")
     console = Console()
     console.print(table)
+    for peer, error in result.get("peer_errors", {}).items():
+        console.print(f"{peer}: not measured ({error})")
     for dtype, ok in result["radixgate_no_further_than_transformers"].items():
         console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
                       f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")

@@ -151,9 +151,11 @@ def build_runner(loaded_model, dtype: torch.dtype, quantization: str, prompts: l
 
 def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.float32, torch.bfloat16),
                  quantizations=("none",), device: torch.device | str = "cpu",
-                 progress: Progress | None = None) -> dict:
+                 progress: Progress | None = None, llamacpp_gguf: str | None = None) -> dict:
     """One row per candidate ({"engine", "dtype", "quantization", figures...}) and, per dtype, whether
-    radixgate without quantization is no further from float32 than transformers in that dtype."""
+    radixgate without quantization is no further from float32 than transformers in that dtype. With
+    ``llamacpp_gguf``, a row for llama.cpp over that GGUF (its own weights and arithmetic; "peer_errors"
+    says why it is missing if it could not run)."""
     device = torch.device(device)
     prompts = encode_prompts(loaded_model.tokenizer, texts)
     reference_model = loaded_model.build_hf_model(torch.float32)
@@ -173,6 +175,16 @@ def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.flo
                 progress(f"radixgate {name} {quantization}", len(prompts))
             rows.append({"engine": "radixgate", "dtype": name, "quantization": quantization, **own.__dict__})
             del runner
+    peer_errors = {}
+    if llamacpp_gguf is not None:
+        from gateway.bench.accuracy.llamacpp_peer import llamacpp_candidate
+
+        found = llamacpp_candidate(llamacpp_gguf, reference, torch.get_num_threads(), progress)
+        if "error" in found:
+            peer_errors["llama.cpp"] = found["error"]
+        else:
+            own = figures(reference, found["forced_logits"], found["tokens"])
+            rows.append({"engine": "llama.cpp", "dtype": "float32", "quantization": "gguf", **own.__dict__})
     checks = {}
     for row in rows:
         if row["engine"] == "radixgate" and row["quantization"] == "none":
@@ -180,4 +192,4 @@ def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.flo
             checks[row["dtype"]] = row["mean_kl"] <= hf["mean_kl"] + KL_TOLERANCE
     return {"model": loaded_model.model_id, "num_prompts": len(prompts), "num_tokens": num_tokens,
             "device": str(device), "num_threads": torch.get_num_threads(), "kl_tolerance": KL_TOLERANCE,
-            "rows": rows, "radixgate_no_further_than_transformers": checks}
+            "rows": rows, "radixgate_no_further_than_transformers": checks, "peer_errors": peer_errors}

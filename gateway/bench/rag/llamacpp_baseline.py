@@ -29,6 +29,13 @@ def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens
                  progress: Progress | None = None) -> dict:
     """Serial greedy generation with llama.cpp's prompt-prefix reuse; {"name", "wall_s", "outputs"[, "note"]}
     or {"name", "error"}."""
+    return run_with_fallback(gguf_path, prompts, max_new_tokens, num_threads, progress)
+
+
+def run_with_fallback(gguf_path: str | None, prompts: list[list[int]], max_new_tokens: int, num_threads: int,
+                      progress: Progress | None, target: Callable | None = None, extra: tuple = ()) -> dict:
+    """``target`` (default: the serial generation) in a child, again without the extra buffer types if the
+    child dies by a signal; its result dict, or {"name", "error"}."""
     if importlib.util.find_spec("llama_cpp") is None:
         return {"name": NAME, "error": "llama-cpp-python is not installed (pip install llama-cpp-python)"}
     if gguf_path is None:
@@ -36,11 +43,11 @@ def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens
     args = (gguf_path, prompts, max_new_tokens, num_threads)
     crashed = _CRASHES_WITH_EXTRA_BUFFERS.get(gguf_path)
     if crashed is None:
-        result = _run_child(*args, extra_buffers=True, progress=progress)
+        result = _run_child(*args, extra_buffers=True, progress=progress, target=target, extra=extra)
         if "signal" not in result:
             return result
         crashed = _CRASHES_WITH_EXTRA_BUFFERS[gguf_path] = result["signal"]
-    result = _run_child(*args, extra_buffers=False, progress=progress)
+    result = _run_child(*args, extra_buffers=False, progress=progress, target=target, extra=extra)
     if "signal" in result:
         return {"name": NAME, "error": f"llama.cpp crashed (signal {result['signal']}), with and without its "
                                        "weight-repacking buffer types"}
@@ -50,12 +57,14 @@ def run_llamacpp(gguf_path: str | None, prompts: list[list[int]], max_new_tokens
 
 
 def _run_child(gguf_path: str, prompts: list[list[int]], max_new_tokens: int, num_threads: int, *,
-               extra_buffers: bool, progress: Progress | None, target: Callable | None = None) -> dict:
-    """Generate in a spawned child (``target``, default _child_main); progress arrives as messages.
-    {"signal": n} when the child died by a signal."""
+               extra_buffers: bool, progress: Progress | None, target: Callable | None = None,
+               extra: tuple = ()) -> dict:
+    """Generate in a spawned child (``target``, default _child_main, called with the sending end, these
+    arguments, ``extra_buffers`` and ``extra``); progress arrives as messages. {"signal": n} when the child
+    died by a signal."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    args = (sender, gguf_path, prompts, max_new_tokens, num_threads, extra_buffers)
+    args = (sender, gguf_path, prompts, max_new_tokens, num_threads, extra_buffers, *extra)
     child = context.Process(target=target or _child_main, args=args, daemon=True)
     child.start()
     sender.close()  # the child holds the only sending end: its death ends recv() with EOFError
@@ -86,8 +95,8 @@ def _child_main(sender, *args) -> None:
         sender.send(("error", f"{type(error).__name__}: {error}"))
 
 
-def _generate(sender, gguf_path: str, prompts: list[list[int]], max_new_tokens: int, num_threads: int,
-              extra_buffers: bool) -> None:
+def load_llama(gguf_path: str, num_threads: int, extra_buffers: bool, **kwargs):
+    """A llama_cpp.Llama over the GGUF (in the child), without the extra buffer types when told."""
     import llama_cpp
     from llama_cpp import llama_cpp as bindings
 
@@ -100,7 +109,12 @@ def _generate(sender, gguf_path: str, prompts: list[list[int]], max_new_tokens: 
             return params
 
         bindings.llama_model_default_params = params_without_extra_buffers  # Llama() reads it from there
-    llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=4096, n_threads=num_threads, verbose=False)
+    return llama_cpp.Llama(model_path=gguf_path, n_ctx=4096, n_threads=num_threads, verbose=False, **kwargs)
+
+
+def _generate(sender, gguf_path: str, prompts: list[list[int]], max_new_tokens: int, num_threads: int,
+              extra_buffers: bool) -> None:
+    llm = load_llama(gguf_path, num_threads, extra_buffers)
     # untimed warm-up on the first prompt's first BASELINE_WARMUP_TOKENS tokens (its prefix reuse keeps those few)
     for count, _ in enumerate(llm.generate(prompts[0][:BASELINE_WARMUP_TOKENS], temp=0.0, top_k=1), start=1):
         if count >= 2:

@@ -45,6 +45,16 @@ def test_int4_of_the_q4_1_model_is_the_float32_model(smollm):
     assert int4["greedy_agreement"] == int4["top1_agreement"] == 1.0
 
 
+def test_w4a8_moves_only_the_generated_rows_and_stays_near_the_float32_model(smollm):
+    """w4a8 is int4 (here: the float32 model's weights) with each generated row's activations rounded to 8 bits:
+    the logits move, by about what 8-bit steps allow (50 prompts x 32 tokens on the bench: mean KL ~0.009)."""
+    result = run_accuracy(smollm, PROMPTS[:4], num_tokens=8, dtypes=(torch.float32,), quantizations=("none", "w4a8"))
+    rows = {(r["engine"], r["quantization"]): r for r in result["rows"]}
+    w4a8 = rows["radixgate", "w4a8"]
+    assert result["kl_tolerance"] < w4a8["mean_kl"] < 0.05
+    assert w4a8["top1_agreement"] >= 0.75
+
+
 def test_the_command_prints_the_table_and_writes_json(tmp_path):
     out = tmp_path / "accuracy.json"
     result = CliRunner().invoke(app, ["accuracy", "--prompts", "2", "--tokens", "2", "--dtype", "float32",
@@ -56,6 +66,8 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path):
     assert {r["quantization"] for r in written["rows"] if r["engine"] == "radixgate"} == {"none", "int4"}
 
 
-def test_the_command_refuses_unknown_modes():
+def test_the_command_refuses_unknown_modes_and_peers():
     result = CliRunner().invoke(app, ["accuracy", "--quantization", "int3"])
     assert result.exit_code != 0 and "--quantization" in result.output
+    result = CliRunner().invoke(app, ["accuracy", "--vs", "vllm"])
+    assert result.exit_code != 0 and "--vs" in result.output

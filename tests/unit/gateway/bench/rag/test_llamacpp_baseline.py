@@ -29,7 +29,7 @@ def test_a_child_that_fails_reports_its_error():
 def test_a_crash_with_repacking_buffers_is_retried_without_them(monkeypatch):
     calls = []
 
-    def fake_child(*args, extra_buffers, progress):
+    def fake_child(*args, extra_buffers, progress, **kwargs):
         calls.append(extra_buffers)
         return {"signal": 11} if extra_buffers else {"name": "llama.cpp", "wall_s": 1.5, "outputs": [[7]]}
 
