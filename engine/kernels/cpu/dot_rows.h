@@ -6,7 +6,8 @@
 // [8h, 8h + 8) with each of R rows' 32 int8 activations (AVX2; the weight read once for the R rows), and
 // W::lane_dot(qg, l, x8), lane l's with one row (the scalar fallback). Its float16
 // scales follow the layout (blocks, groups, W::HAS_MIN ? 2 : 1, 16): the group's 16 scales, then its 16 mins.
-//   y_o = sum_g [ float(dot_og) * (scale_og * d_g) + min_og * sum(x_g) ]    (no min term without HAS_MIN)
+//   y_o = sum_g [ float(dot_og) * (scale_og * d_g) + min_og * sums_g ]   (sums_g = d_g * sum(x8); no min term
+//   without HAS_MIN)
 // each term added by a fused multiply-add in group order: lane-wise, the same steps on either path, so a
 // row's bits depend on that row only, never on M, the tile or the thread.
 #pragma once
@@ -85,7 +86,8 @@ at::Tensor dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& 
   const c10::Half* sp = scales.data_ptr<c10::Half>();
   auto walk = [&]<typename T>(const T* xp, T* op) {
     const Int8Rows rows = quantize_rows(xp, m, k);
-    for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
+    // 4 rows a tile on either backend: a row costs a few registers here, and the unpacked weight is shared
+    for_each_tile<4>(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
       dot_tile<W, R, C, T>(rows, k, qp, sp, b, r, n, op);
     });
   };

@@ -1,5 +1,5 @@
 // int4 weights times int8 activations for a few rows at a time (generated tokens: decode and verify rows):
-// llama.cpp's Q4_1 x Q8_1 product, with the exact float sum of each activation group for the min term.
+// llama.cpp's Q4_1 x Q8_1 product.
 //
 // int4_dot_rows(x (M, K), q uint8 (n/16, K/32, 4, 16, 4), scale_min (n/16, K/32, 2, 16) float16, n) -> (M, n)
 //   The weight is engine.kernels.cpu.quantized_linear's int4 (GGUF's Q4_1 block: per 32 inputs of an output a
@@ -7,12 +7,12 @@
 //   blocks of 16 outputs across the lanes; per block and group of 32 inputs, 4 chunks of 16 lanes x 4 bytes,
 //   byte j of lane l in chunk c holding input 8c + j in its low nibble and input 8c + 4 + j in its high one;
 //   then the group's 16 scales and 16 mins (int4_rows's scale_min). n is padded to a multiple of 16 with zeros.
-//   Each row's group g of 32 inputs is quantized first (int8_activations.h: GGUF's Q8_0 rounding, step d_g).
+//   Each row's group g of 32 inputs is quantized first (int8_activations.h: GGUF's Q8_1 rounding, step d_g).
 //   Then, in float32,
-//   y_o = sum_g [ float(sum_i q_oi x8_i) * (scale_og * d_g) + min_og * sum(x_g) ]
-//   each group's two terms added by fused multiply-adds in group order; sum_i q_oi x8_i is an exact integer
-//   (the CPU's byte dot product: VNNI where it has it, else vpmaddubsw and vpmaddwd) and sum(x_g) the float
-//   sum of the unquantized group in a fixed tree (int4_rows's).
+//   y_o = sum_g [ float(sum_i q_oi x8_i) * (scale_og * d_g) + min_og * (d_g * sum_i x8_i) ]
+//   each group's two terms added by fused multiply-adds in group order; both integer sums are exact (the CPU's
+//   byte dot product: VNNI where it has it, else vpmaddubsw and vpmaddwd): the dequantized weight times the
+//   dequantized activations.
 //
 // Contract (dot_rows.h): every step is lane-wise and in a fixed order: a row's bits depend on that row only,
 // never on M, the tile or the thread, and the scalar fallback (no AVX2) takes the same steps. The activations are

@@ -40,7 +40,7 @@ inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half o
 inline float to_float(c10::Half v) { return static_cast<float>(v); }  // exact
 
 // The float32 sum of 32 values in a fixed tree: value l plus value l + 16, then halves of what is left (the
-// min term of the int4 kernels, which must not depend on how a row is tiled)
+// min term of int4_rows, which must not depend on how a row is tiled)
 template <typename T>
 inline float group_sum32(const T* x) {
   float lanes[16];
@@ -262,14 +262,16 @@ inline void tile_blocks(const Tile& tile, int64_t r, int64_t b, int64_t blocks) 
   }
 }
 
-template <typename Tile>
+// MAX_ROWS (1..4): rows per tile where a kernel's registers allow more than TILE_ROWS
+template <int64_t MAX_ROWS = TILE_ROWS, typename Tile>
 void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
+  static_assert(1 <= MAX_ROWS && MAX_ROWS <= 4, "tiles hold 1 to 4 rows");
   const int64_t tasks = (num_blocks + TILE_BLOCKS - 1) / TILE_BLOCKS;
   at::parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task * TILE_BLOCKS, blocks = std::min(TILE_BLOCKS, num_blocks - b);
       for (int64_t r = 0; r < rows;) {
-        switch (std::min<int64_t>(TILE_ROWS, rows - r)) {
+        switch (std::min<int64_t>(MAX_ROWS, rows - r)) {
           case 4: tile_blocks<4>(tile, r, b, blocks); r += 4; break;
           case 3: tile_blocks<3>(tile, r, b, blocks); r += 3; break;
           case 2: tile_blocks<2>(tile, r, b, blocks); r += 2; break;

@@ -94,8 +94,8 @@ def test_pack_int4_dot_lanes_puts_four_inputs_per_lane_low_nibbles_then_high():
 
 def dot_reference(x, q, scale, minimum=None):
     """The product int4_dot_rows.cpp / int8_dot_rows.cpp define, in float64: each group of 32 inputs rounded to
-    int8 steps of max|x_g| / 127, its exact integer dot with q scaled by scale * d_g (plus min * the unrounded
-    sum(x_g) for int4)."""
+    int8 steps of max|x_g| / 127, its exact integer dot with q scaled by scale * d_g (plus min * d_g * sum(x8)
+    for int4): the dequantized weight times the dequantized activations."""
     rows, k = x.shape
     groups = x.float().view(rows, k // 32, 32)
     d = groups.abs().amax(-1) / 127  # float32, as the kernel computes it
@@ -103,7 +103,7 @@ def dot_reference(x, q, scale, minimum=None):
     dots = torch.einsum("rgk,ogk->rog", x8.double(), q.double().view(q.shape[0], -1, 32))
     terms = dots * (scale.float()[None] * d[:, None]).double()
     if minimum is not None:
-        terms = terms + minimum.double()[None] * groups.double().sum(-1)[:, None]
+        terms = terms + minimum.double()[None] * (d.double() * x8.double().sum(-1))[:, None]
     return terms.sum(-1)
 
 
