@@ -8,9 +8,10 @@
                        dot products (llama.cpp's Q4_1 x Q8_1), ~2x the float lane kernel at batch 1;
                        int8 likewise (the "w8a8" mode, Q8_0 x Q8_0: w4a8's LM head)
 
-Only the weights are quantized: activations stay in the model dtype and each kernel accumulates in
-float32, so a row's result depends only on that row (both kernels loop over rows independently: a row
-gets the same bits in any batch; tests/unit/engine/kernels/test_quantized_linear.py checks it). What it
+Only the weights are quantized (w4a8 and w8a8 also round generated rows' activations, below): activations
+stay in the model dtype and each kernel accumulates in float32, so a row's result depends only on that
+row (both kernels loop over rows independently: a row gets the same bits in any batch;
+tests/unit/engine/kernels/test_quantized_linear.py checks it). What it
 costs in accuracy against the float32 model is what ``radixgate bench accuracy`` measures.
 
 Where the native kernels build, int4 is a decode format: prompt rows run the dense product
