@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 SOURCE_NAMES = ("native_bindings.cpp", "decode_attention.cpp", "chunk_attention.cpp", "rms_norm.cpp", "rotary.cpp", "silu_mul.cpp",
                 "dense_rows.cpp", "int4_rows.cpp", "int4_dot_rows.cpp", "int8_rows.cpp", "int8_dot_rows.cpp")
 SOURCES = tuple(Path(__file__).with_name(name) for name in SOURCE_NAMES)
-HEADERS = tuple(Path(__file__).with_name(name) for name in ("native_common.h", "chunk_blocks.h", "int8_activations.h"))
+HEADERS = tuple(sorted(Path(__file__).parent.glob("*.h")))  # every one: a header edit must change the build name
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", "-fopenmp")
 ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
 
