@@ -25,7 +25,7 @@ from gateway.canonicalize.context import (
     extract_leading_docs,
     sort_docs_by_id,
 )
-from gateway.canonicalize.dynamic import DynamicRules
+from gateway.canonicalize.dynamic import DynamicRules, default_rules
 from gateway.canonicalize.sections import SECTION_ORDER, Doc, Sections, Signals
 from gateway.canonicalize.tools import canonical_tools, is_sorted_by_name
 from gateway.canonicalize.whitespace import normalize_whitespace
@@ -37,7 +37,7 @@ CONVERSATION_ROLES = ("user", "assistant", "tool", "function")
 def canonicalize(body: dict, rules: DynamicRules | None = None, *, sort_context_by_id: bool = False) -> Sections:
     """Split `body` into Sections (see module docstring for every choice)."""
     parts = split_messages(validate_messages(body))
-    rules = rules or DynamicRules()
+    rules = rules or default_rules()
     field_docs = docs_from_field(body.get("context"))
     raw_system = "\n\n".join(part.strip("\n") for part in parts.system_parts)
     split = rules.split(normalize_whitespace(raw_system))

@@ -12,7 +12,8 @@ Sentences are split at `. ! ?` followed by white space and a capital letter
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Mapping
 
 _MONTH = (
@@ -41,6 +42,7 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "user_name": r"\b(?:the )?(?:user|customer)(?:'s)? name is\b|\b(?:user|customer) is (?:named|called)\b",
 }
 
+SPLIT_CACHE_TEXTS = 1024  # distinct texts whose split each rule set remembers
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 
 
@@ -62,6 +64,9 @@ class DynamicRules:
         merged = dict(DEFAULT_PATTERNS) if include_defaults else {}
         merged.update(patterns or {})
         self._rules = tuple((name, compile_rule(name, source)) for name, source in merged.items())
+        # A rule set is immutable, so a text's split is a pure function of the text: remembered (the same
+        # system prompts and documents come back request after request); lru_cache is thread-safe.
+        self._split = lru_cache(maxsize=SPLIT_CACHE_TEXTS)(self._split_uncached)
 
     def extend(self, patterns: Mapping[str, str]) -> "DynamicRules":
         """A new rule set: these rules plus `patterns` (same name replaces)."""
@@ -79,6 +84,10 @@ class DynamicRules:
 
     def split(self, text: str) -> DynamicSplit:
         """Separate the dynamic sentences of `text` from its static rest."""
+        found = self._split(text)
+        return replace(found, dynamic=list(found.dynamic), patterns=list(found.patterns))  # the caller's to keep
+
+    def _split_uncached(self, text: str) -> DynamicSplit:
         static_lines, dynamic, matched = [], [], set()
         for line in text.split("\n"):
             kept = []
@@ -97,6 +106,12 @@ class DynamicRules:
 def split_sentences(line: str) -> list[str]:
     """Sentences of one line; indentation stays on the first sentence."""
     return [part for part in _SENTENCE_BREAK.split(line) if part]
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> DynamicRules:
+    """The default rule set, compiled once (and so remembering its splits across requests)."""
+    return DynamicRules()
 
 
 def compile_rule(name: str, source: str) -> re.Pattern:

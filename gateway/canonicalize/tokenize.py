@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from gateway.canonicalize.marked_text import MarkedText
 from gateway.canonicalize.sections import STATIC_SECTIONS
@@ -40,14 +40,22 @@ class TokenizedPrompt:
 @dataclass(frozen=True)
 class SpecialTokens:
     """A tokenizer's special tokens: `pattern` finds them (with the whitespace an
-    lstrip/rstrip token absorbs; group i is the i-th token), `ids` by group."""
+    lstrip/rstrip token absorbs), longest first; `token_id(match)` is the id of the one a match found.
+
+    Where no token absorbs whitespace, `pattern` is a plain alternation of the literal texts, which
+    `re` scans by their first characters (~400x faster over a prompt than a pattern with a capture
+    group per token); otherwise group i of `pattern` is the i-th token of `ids`."""
 
     pattern: re.Pattern | None
     ids: tuple[int, ...]
+    by_text: Mapping[str, int] | None = None  # the literal pattern's ids, by token text
+    id_set: frozenset[int] = field(init=False)
 
-    @property
-    def id_set(self) -> frozenset[int]:
-        return frozenset(self.ids)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id_set", frozenset(self.ids))
+
+    def token_id(self, match: re.Match) -> int:
+        return self.by_text[match.group()] if self.by_text is not None else self.ids[match.lastindex - 1]
 
     @classmethod
     def of(cls, tokenizer) -> SpecialTokens:
@@ -55,9 +63,13 @@ class SpecialTokens:
         if not tokens:
             return cls(None, ())
         tokens.sort(key=lambda item: -len(item[0]))
+        ids = tuple(token_id for _, token_id, _, _ in tokens)
+        if not any(lstrip or rstrip for _, _, lstrip, rstrip in tokens):
+            by_text = {text: token_id for text, token_id, _, _ in reversed(tokens)}  # a repeated text: the first
+            return cls(re.compile("|".join(re.escape(text) for text, _, _, _ in tokens)), ids, by_text)
         alternatives = [f"{SPACE if lstrip else ''}({re.escape(text)}){SPACE if rstrip else ''}"
                         for text, _, lstrip, rstrip in tokens]
-        return cls(re.compile("|".join(alternatives)), tuple(token_id for _, token_id, _, _ in tokens))
+        return cls(re.compile("|".join(alternatives)), ids)
 
 
 def special_added_tokens(tokenizer) -> list[tuple[str, int, bool, bool]]:
@@ -108,7 +120,7 @@ def find_template_markers(text: str, specials: SpecialTokens) -> list[tuple[int,
     """(start, end, id) of each special token lying wholly inside a template span."""
     if specials.pattern is None or not isinstance(text, MarkedText):
         return []
-    return [(match.start(), match.end(), specials.ids[match.lastindex - 1])
+    return [(match.start(), match.end(), specials.token_id(match))
             for start, end in text.template_spans()
             for match in specials.pattern.finditer(text, start, end)]
 

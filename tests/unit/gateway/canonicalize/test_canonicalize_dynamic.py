@@ -88,3 +88,21 @@ def test_whitespace_normalization_is_idempotent(text):
        st.sampled_from([" ", "  ", "   "]), st.sampled_from(["", " ", "  \n", "\n\n\n"]))
 def test_whitespace_drift_normalizes_to_one_text(words, gap, tail):
     assert normalize_whitespace(gap.join(words) + tail) == normalize_whitespace(" ".join(words))
+
+
+def test_a_remembered_split_is_the_callers_to_change_and_equals_a_fresh_one():
+    rules = DynamicRules()
+    text = "Be brief. Current time: 2026-11-02T09:00:00Z.\nYou are speaking with Ada. Answer in English."
+    first = rules.split(text)
+    first.dynamic.append("mine")
+    first.patterns.clear()
+    again, fresh = rules.split(text), DynamicRules().split(text)
+    assert again == fresh
+    assert again.dynamic == ["Current time: 2026-11-02T09:00:00Z.", "You are speaking with Ada."]
+    assert "iso_datetime" in again.patterns and "speaking_with" in again.patterns
+
+
+def test_the_default_rule_set_is_compiled_once():
+    from gateway.canonicalize.dynamic import default_rules
+
+    assert default_rules() is default_rules()

@@ -126,3 +126,27 @@ def test_client_special_tokens_never_add_markers_or_move_the_static_prefix(regis
         "agent", canonicalize(body([], "other")), tokenizer=smollm2_tokenizer).segments)
     assert count_markers(smollm2_tokenizer, first.token_ids) == count_markers(smollm2_tokenizer, second.token_ids)
     assert first.token_ids[: first.static_prefix_len] == second.token_ids[: second.static_prefix_len]
+
+
+def capture_group_reference(tokenizer):
+    """The pattern with one capture group per token, longest first: what the literal pattern must agree with."""
+    import re
+
+    from gateway.canonicalize.tokenize import special_added_tokens
+
+    tokens = sorted(special_added_tokens(tokenizer), key=lambda item: -len(item[0]))
+    return re.compile("|".join(f"({re.escape(text)})" for text, _, _, _ in tokens)), [i for _, i, _, _ in tokens]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<", "|", ">", "im_start", "<|im",
+                                 "x", " ", "\n", "<jupyter_code>", "<repo_name>"]), max_size=12))
+def test_the_literal_special_token_pattern_finds_what_a_group_per_token_finds(smollm2_tokenizer, pieces):
+    from gateway.canonicalize.tokenize import SpecialTokens
+
+    specials = SpecialTokens.of(smollm2_tokenizer)
+    assert specials.by_text is not None  # SmolLM2's special tokens absorb no whitespace
+    reference, ids = capture_group_reference(smollm2_tokenizer)
+    text = "".join(pieces)
+    found = [(m.span(), specials.token_id(m)) for m in specials.pattern.finditer(text)]
+    assert found == [(m.span(), ids[m.lastindex - 1]) for m in reference.finditer(text)]
