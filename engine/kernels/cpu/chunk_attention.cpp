@@ -423,14 +423,13 @@ at::Tensor chunk_attention(const at::Tensor& q, const at::Tensor& k_cache, const
   const int64_t *sp = sl.data_ptr<int64_t>(), *bp = sb.data_ptr<int64_t>(), *rp = rs.data_ptr<int64_t>(),
                 *ep = re.data_ptr<int64_t>();
   const int64_t n_seqs = sb.numel(), n_slots = sl.numel();
-  for (int64_t n = 0; n < q.size(0); ++n) {
+  for (int64_t n = 0, n_rows = q.size(0); n < n_rows; ++n) {
     TORCH_CHECK(0 <= rp[n] && rp[n] < n_seqs, "row ", n, " names no sequence");
     TORCH_CHECK(0 < ep[n] && bp[rp[n]] + ep[n] <= n_slots, "row ", n, " has no keys or overruns the slots");
     if (n > 0 && rp[n] == rp[n - 1])
       TORCH_CHECK(ep[n] >= ep[n - 1], "rows of a sequence must come in position order");
   }
-  for (int64_t i = 0; i < n_slots; ++i)
-    TORCH_CHECK(0 <= sp[i] && sp[i] < k_cache.size(0), "slot ", sp[i], " is outside the pool");
+  radixgate::check_slots_in_pool(sp, n_slots, k_cache);
   at::Tensor out = at::empty({q.size(0), q.size(1) * q.size(2)}, q.options());
   if (q.size(0) == 0) return out;
   if (q.scalar_type() == at::kFloat) {

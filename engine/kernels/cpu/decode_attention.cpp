@@ -261,11 +261,10 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& k_cache, cons
   auto sl = slots.contiguous(), b = begins.contiguous(), e = ends.contiguous();
   const int64_t* bp = b.data_ptr<int64_t>();
   const int64_t* ep = e.data_ptr<int64_t>();
-  for (int64_t n = 0; n < q.size(0); ++n)
-    TORCH_CHECK(0 <= bp[n] && bp[n] < ep[n] && ep[n] <= sl.numel(), "row ", n, " has no keys or overruns slots");
+  for (int64_t n = 0, n_rows = q.size(0), n_slots = sl.numel(); n < n_rows; ++n)
+    TORCH_CHECK(0 <= bp[n] && bp[n] < ep[n] && ep[n] <= n_slots, "row ", n, " has no keys or overruns slots");
   const int64_t* sp = sl.data_ptr<int64_t>();
-  for (int64_t i = 0; i < sl.numel(); ++i)
-    TORCH_CHECK(0 <= sp[i] && sp[i] < k_cache.size(0), "slot ", sp[i], " is outside the pool");
+  radixgate::check_slots_in_pool(sp, sl.numel(), k_cache);
   at::Tensor out = at::empty({q.size(0), q.size(1) * q.size(2)}, q.options());
   if (q.scalar_type() == at::kFloat) {
     run<float>(q, k_cache, v_cache, sp, bp, ep, static_cast<float>(scale), out);

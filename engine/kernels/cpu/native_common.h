@@ -30,6 +30,13 @@ inline void check_attention_inputs(const at::Tensor& q, const at::Tensor& k_cach
   TORCH_CHECK(q.size(2) == k_cache.size(2) && q.size(1) % k_cache.size(1) == 0, "head shapes do not match");
 }
 
+// every slot of a (contiguous int64) slot list names a row of the pool; one pass, no per-slot calls
+inline void check_slots_in_pool(const int64_t* slots, int64_t n, const at::Tensor& k_cache) {
+  const int64_t pool_slots = k_cache.size(0);
+  for (int64_t i = 0; i < n; ++i)
+    TORCH_CHECK(0 <= slots[i] && slots[i] < pool_slots, "slot ", slots[i], " is outside the pool");
+}
+
 inline float to_float(float v) { return v; }
 inline float to_float(c10::BFloat16 v) {  // exact: a bfloat16 is the top half of a float32
   const uint32_t bits = static_cast<uint32_t>(v.x) << 16;

@@ -167,3 +167,13 @@ def test_decode_rows_sharing_a_prefix_get_their_bits_alone_at_any_batch_and_thre
     crowd_q = torch.cat([torch.randn(12, KVH * G, D, generator=gen).to(dtype), q])
     crowd = attend(native, pool, crowd_q, extra + seqs, crowd_rows)
     assert torch.equal(crowd[12:], together)
+
+
+@pytest.mark.parametrize("bad_slot", [-1, NUM_SLOTS])
+def test_a_slot_outside_the_pool_is_refused(native, bad_slot):
+    pool = make_pool(torch.float32)
+    slots = torch.arange(8)
+    slots[5] = bad_slot
+    with pytest.raises(RuntimeError, match="outside the pool"):
+        native.chunk_attention(torch.zeros(1, KVH * G, D), pool.k_cache[0], pool.v_cache[0], slots,
+                                torch.tensor([0]), torch.tensor([0]), torch.tensor([8]), 0.125)
