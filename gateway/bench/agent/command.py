@@ -35,7 +35,9 @@ def agent(
                                          help="Instead: requests/s with and without the canonical shadow, two servers side by side."),
     shadow_cost: bool = typer.Option(False, "--shadow-cost",
                                      help="Instead: the canonical shadow's work per raw request, timed in-process (no server)."),
-    repeats: int = typer.Option(3, "--repeat", min=1, help="Repeats with --shadow-overhead / --shadow-cost (medians reported)."),
+    repeats: int = typer.Option(3, "--repeat", min=1,
+                                help="Repeats with --shadow-overhead, --shadow-cost or --vs vllm (medians reported; "
+                                     "each --vs vllm pass on cold caches)."),
     vs: str = typer.Option(None, "--vs", help="vllm: instead, `radixgate serve` vs a vLLM CPU server on the same "
                            "bodies over HTTP (wall, TTFT, prefill tokens, hit rate, answer agreement)."),
     vllm_python: str = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build; the bench "
@@ -51,7 +53,7 @@ def agent(
     rows = load_workload(workload, num_requests or DEFAULT_REQUESTS, seed)[: num_requests or None]
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
     if vs is not None:
-        return vs_vllm(rows, vs, vllm_python, vllm_url, dtype, concurrency, json_out)
+        return vs_vllm(rows, vs, vllm_python, vllm_url, dtype, concurrency, repeats, json_out)
     if shadow_overhead:
         return overhead(rows, kv_cache_tokens, repeats, concurrency, json_out)
     if shadow_cost:
@@ -80,7 +82,7 @@ def agent(
 
 
 def vs_vllm(rows: list[dict], vs: str, vllm_python: str | None, vllm_url: str | None, dtype: str, concurrency: int,
-            json_out: Path | None) -> None:
+            repeats: int, json_out: Path | None) -> None:
     import torch
 
     from engine import load_model
@@ -93,9 +95,9 @@ def vs_vllm(rows: list[dict], vs: str, vllm_python: str | None, vllm_url: str | 
         raise typer.BadParameter("--vs vllm needs --vllm-python PATH or --vllm-url URL")
     threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
     result = run_agent_vs_vllm(rows, load_model("smollm2-135m"), dtype=dtype, num_threads=threads,
-                               concurrency=concurrency, vllm_python=vllm_python, vllm_url=vllm_url)
+                               concurrency=concurrency, vllm_python=vllm_python, vllm_url=vllm_url, repeat=repeats)
     print_peers(f"bench agent over HTTP ({len(rows)} requests, concurrency {concurrency}, {threads} threads, "
-                f"{result['dtype']})", result)
+                f"{result['dtype']}, median of {repeats})", result)
     for peer in result["peers"]:
         typer.echo(f"{peer['name']}: hit rate {peer['hit_rate']:.3f}")
     write_json(result, json_out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 
 from gateway.bench.http_peers import HttpRun, agreement, peer_dtype, replay_chat
-from gateway.bench.rag.vllm_peer import run_vllm_http
+from gateway.bench.rag.vllm_peer import median_run, run_vllm_http
 
 RADIXGATE_EXTRAS = ("context", "canonicalize", "template")
 
@@ -38,7 +38,9 @@ def hit_rate(run: HttpRun) -> float:
 
 
 def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads: int, concurrency: int,
-                      vllm_python: str | None, vllm_url: str | None, progress=None) -> dict:
+                      vllm_python: str | None, vllm_url: str | None, repeat: int = 1, progress=None) -> dict:
+    """``repeat`` passes on each server, every one on cold caches; wall times are medians (rag.vllm_peer.median_run),
+    TTFT, prefill, hit rate and answers the first pass's."""
     from gateway.bench.agent.run import GatewayClient
     from gateway.bench.server import ServerProcess
 
@@ -50,19 +52,22 @@ def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads
         try:
             warm_key = admin.create_tenant(f"warmup-{uuid.uuid4().hex[:6]}")
             admin.chat(warm_key, {**rows[0]["body"], "max_tokens": 2})
-            tag = uuid.uuid4().hex[:6]
-            keys = {t: admin.create_tenant(f"{t}-{tag}") for t in dict.fromkeys(r["tenant"] for r in rows)}
+            ours = []
+            for index in range(repeat):  # fresh tenants: cold cache namespaces on a warm server
+                tag = uuid.uuid4().hex[:6]
+                keys = {t: admin.create_tenant(f"{t}-{tag}") for t in dict.fromkeys(r["tenant"] for r in rows)}
+                ours.append(replay_chat(f"radixgate #{index + 1}", server.url,
+                                        [{"Authorization": f"Bearer {keys[r['tenant']]}"} for r in rows],
+                                        [{**r["body"], "canonicalize": True} for r in rows], concurrency=concurrency,
+                                        progress=progress))
         finally:
             admin.close()
-        ours = replay_chat("radixgate", server.url, [{"Authorization": f"Bearer {keys[r['tenant']]}"} for r in rows],
-                           [{**r["body"], "canonicalize": True} for r in rows], concurrency=concurrency,
-                           progress=progress)
     theirs = run_vllm_http([vllm_body(r["body"]) for r in rows], python=vllm_python, url=vllm_url,
                            model_dir=loaded_model.path, served_name=loaded_model.model_id, dtype=dtype,
-                           num_threads=num_threads, concurrency=concurrency, repeat=1, progress=progress)[0]
-    radixgate, vllm = ours.summary(), theirs.summary()
-    radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours))
-    vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs))
+                           num_threads=num_threads, concurrency=concurrency, repeat=repeat, progress=progress)
+    radixgate, vllm = median_run(ours), median_run(theirs)
+    radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours[0]))
+    vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs[0]))
     return {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads, "dtype": dtype,
-            "peers": [radixgate, vllm], "answer_agreement": agreement(ours, theirs),
+            "repeat": repeat, "peers": [radixgate, vllm], "answer_agreement": agreement(ours[0], theirs[0]),
             "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}
