@@ -33,8 +33,11 @@ def accuracy(
     model: str = typer.Option("smollm2-135m", help="Model spec."),
     device: str = typer.Option("cpu", help="cpu | cuda."),
     threads: int = typer.Option(0, help=THREADS_HELP),
-    vs: list[str] = typer.Option([], "--vs", help="Also measure a peer on its own weights: llamacpp (the model's "
-                                 "GGUF through llama-cpp-python, its 8-bit activations: compare with w4a8)."),
+    vs: list[str] = typer.Option([], "--vs", help="Also measure a peer (repeat the flag): llamacpp (the model's GGUF "
+                                 "through llama-cpp-python, its 8-bit activations: compare with w4a8), vllm (vLLM's "
+                                 "CPU build on the same weights in each --dtype; needs --vllm-python)."),
+    vllm_python: Optional[str] = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build "
+                                              "(e.g. /tmp/vllm-venv/bin/python, see ../shared/bench)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here."),
 ) -> None:
     """Mean KL of next-token distributions from float32 transformers, and greedy agreement over the first
@@ -51,9 +54,13 @@ def accuracy(
         modes = [m for m in modes if m == "none"]  # weight-only quantization is CPU-only
     set_torch_threads(threads)
     texts = PROMPTS[:num_prompts] if num_prompts else PROMPTS
-    unknown = sorted(set(vs) - {"llamacpp"})
+    unknown = sorted(set(vs) - {"llamacpp", "vllm"})
     if unknown:
-        raise typer.BadParameter(f"--vs takes llamacpp; got {', '.join(unknown)}")
+        raise typer.BadParameter(f"--vs takes llamacpp or vllm; got {', '.join(unknown)}")
+    if "vllm" in vs and not vllm_python:
+        raise typer.BadParameter("--vs vllm needs --vllm-python PATH")
+    if "vllm" in vs and device != "cpu":
+        raise typer.BadParameter("--vs vllm runs vLLM's CPU build: use --device cpu")
     loaded = load_model(model)
     llamacpp_gguf = None
     if "llamacpp" in vs:
@@ -65,7 +72,8 @@ def accuracy(
     typer.echo(f"{loaded.model_id}: {len(texts)} prompts, {tokens} tokens each, {torch.get_num_threads()} threads")
     with progress_bars(len(texts)) as progress:
         result = run_accuracy(loaded, texts, num_tokens=tokens, dtypes=dtypes, quantizations=modes, device=device,
-                              progress=progress, llamacpp_gguf=llamacpp_gguf)
+                              progress=progress, llamacpp_gguf=llamacpp_gguf,
+                              vllm_python=vllm_python if "vllm" in vs else None)
     print_result(result)
     write_json(result, json_out)
     if not all(result["radixgate_no_further_than_transformers"].values()):
@@ -83,10 +91,16 @@ def print_result(result: dict) -> None:
     for row in result["rows"]:
         table.add_row(row["engine"], row["dtype"], row["quantization"], f"{row['mean_kl']:.5f}",
                       f"{row['top1_agreement']:.1%}", f"{row['greedy_agreement']:.1%}", f"{row['greedy_exact']:.1%}")
-    console = Console()
+    console = Console(width=max(Console().width, 100))  # a log file gets 80 columns: too narrow for the table
     console.print(table)
     for peer, error in result.get("peer_errors", {}).items():
         console.print(f"{peer}: not measured ({error})")
+    unquantized = {(r["engine"], r["dtype"]): r for r in result["rows"] if r["quantization"] == "none"}
+    for dtype in result["radixgate_no_further_than_transformers"]:
+        ours, theirs = unquantized.get(("radixgate", dtype)), unquantized.get(("vLLM", dtype))
+        if ours and theirs:
+            console.print(f"radixgate {dtype} vs vLLM {dtype}: mean KL {ours['mean_kl']:.5f} vs "
+                          f"{theirs['mean_kl']:.5f} nats, greedy agreement {ours['greedy_agreement']:.1%} vs {theirs['greedy_agreement']:.1%}")
     for dtype, ok in result["radixgate_no_further_than_transformers"].items():
         console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
                       f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")

@@ -151,11 +151,13 @@ def build_runner(loaded_model, dtype: torch.dtype, quantization: str, prompts: l
 
 def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.float32, torch.bfloat16),
                  quantizations=("none",), device: torch.device | str = "cpu",
-                 progress: Progress | None = None, llamacpp_gguf: str | None = None) -> dict:
+                 progress: Progress | None = None, llamacpp_gguf: str | None = None,
+                 vllm_python: str | None = None) -> dict:
     """One row per candidate ({"engine", "dtype", "quantization", figures...}) and, per dtype, whether
     radixgate without quantization is no further from float32 than transformers in that dtype. With
-    ``llamacpp_gguf``, a row for llama.cpp over that GGUF (its own weights and arithmetic; "peer_errors"
-    says why it is missing if it could not run)."""
+    ``llamacpp_gguf``, a row for llama.cpp over that GGUF (its own weights and arithmetic); with
+    ``vllm_python``, a row per dtype for vLLM's CPU build on the same weights (gateway.bench.accuracy.vllm_peer).
+    "peer_errors" says why a peer's row is missing if it could not run."""
     device = torch.device(device)
     prompts = encode_prompts(loaded_model.tokenizer, texts)
     reference_model = loaded_model.build_hf_model(torch.float32)
@@ -176,6 +178,17 @@ def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.flo
             rows.append({"engine": "radixgate", "dtype": name, "quantization": quantization, **own.__dict__})
             del runner
     peer_errors = {}
+    if vllm_python is not None:
+        from gateway.bench.accuracy.vllm_peer import vllm_candidate
+
+        for dtype in dtypes:
+            name = str(dtype).removeprefix("torch.")
+            found = vllm_candidate(vllm_python, loaded_model.path, dtype, reference, torch.get_num_threads(), progress)
+            if "error" in found:
+                peer_errors[f"vLLM {name}"] = found["error"]
+                continue
+            own = figures(reference, found["forced_logits"], found["tokens"])
+            rows.append({"engine": "vLLM", "dtype": name, "quantization": "none", **own.__dict__})
     if llamacpp_gguf is not None:
         from gateway.bench.accuracy.llamacpp_peer import llamacpp_candidate
 

@@ -36,15 +36,17 @@ def agent(
     shadow_cost: bool = typer.Option(False, "--shadow-cost",
                                      help="Instead: the canonical shadow's work per raw request, timed in-process (no server)."),
     repeats: int = typer.Option(3, "--repeat", min=1,
-                                help="Repeats with --shadow-overhead, --shadow-cost or --vs vllm (medians reported; "
-                                     "each --vs vllm pass on cold caches)."),
-    vs: str = typer.Option(None, "--vs", help="vllm: instead, `radixgate serve` vs a vLLM CPU server on the same "
-                           "bodies over HTTP (wall, TTFT, prefill tokens, hit rate, answer agreement)."),
+                                help="Repeats with --shadow-overhead, --shadow-cost or --vs (medians reported; "
+                                     "each --vs pass on cold caches)."),
+    vs: list[str] = typer.Option([], "--vs", help="Instead, `radixgate serve` beside peers on the same rows, one "
+                                 "table (wall, TTFT, prefill tokens, hit rate, answer agreement); repeat the flag: "
+                                 "vllm (a vLLM CPU server, over HTTP), llamacpp (llama-cpp-python on the model's "
+                                 "GGUF, in process), hf (transformers generate, in process)."),
     vllm_python: str = typer.Option(None, "--vllm-python", help="Python of a venv with vLLM's CPU build; the bench "
                                     "starts its server on the HF directory radixgate caches for the model."),
     vllm_url: str = typer.Option(None, "--vllm-url", help="A running vLLM server instead."),
-    dtype: str = typer.Option("auto", "--dtype", help="With --vs vllm: both servers' dtype (auto: the one "
-                              "radixgate's engine picks on this CPU, named to both)."),
+    dtype: str = typer.Option("auto", "--dtype", help="With --vs: every engine's dtype (auto: the one radixgate's "
+                              "engine picks on this CPU, named to each)."),
 ) -> None:
     """Replay the workload twice (canonicalize false, then true) under fresh tenants; report hit rates and wall times."""
     from gateway.bench.agent.run import run_agent_bench
@@ -52,8 +54,8 @@ def agent(
 
     rows = load_workload(workload, num_requests or DEFAULT_REQUESTS, seed)[: num_requests or None]
     typer.echo(f"workload: {len(rows)} requests from {workload or f'the generator (seed {seed})'}")
-    if vs is not None:
-        return vs_vllm(rows, vs, vllm_python, vllm_url, dtype, concurrency, repeats, json_out)
+    if vs:
+        return vs_peers(rows, vs, vllm_python, vllm_url, dtype, concurrency, repeats, json_out)
     if shadow_overhead:
         return overhead(rows, kv_cache_tokens, repeats, concurrency, json_out)
     if shadow_cost:
@@ -81,25 +83,32 @@ def agent(
         raise typer.Exit(1)
 
 
-def vs_vllm(rows: list[dict], vs: str, vllm_python: str | None, vllm_url: str | None, dtype: str, concurrency: int,
-            repeats: int, json_out: Path | None) -> None:
+def vs_peers(rows: list[dict], vs: list[str], vllm_python: str | None, vllm_url: str | None, dtype: str,
+             concurrency: int, repeats: int, json_out: Path | None) -> None:
     import torch
 
     from engine import load_model
-    from gateway.bench.agent.vllm_peer import run_agent_vs_vllm
-    from gateway.bench.http_peers import print_peers
+    from gateway.bench.agent.peers import PEERS, TARGET_VS_BEST_PEER, run_agent_peers
+    from gateway.bench.progress import progress_bars
+    from gateway.bench.rag.peer_table import print_peer_table
 
-    if vs != "vllm":
-        raise typer.BadParameter(f"--vs takes vllm, got {vs!r}")
-    if not (vllm_python or vllm_url):
+    unknown = sorted(set(vs) - set(PEERS))
+    if unknown:
+        raise typer.BadParameter(f"--vs takes {', '.join(PEERS)}; got {', '.join(unknown)}")
+    if "vllm" in vs and not (vllm_python or vllm_url):
         raise typer.BadParameter("--vs vllm needs --vllm-python PATH or --vllm-url URL")
     threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
-    result = run_agent_vs_vllm(rows, load_model("smollm2-135m"), dtype=dtype, num_threads=threads,
-                               concurrency=concurrency, vllm_python=vllm_python, vllm_url=vllm_url, repeat=repeats)
-    print_peers(f"bench agent over HTTP ({len(rows)} requests, concurrency {concurrency}, {threads} threads, "
-                f"{result['dtype']}, median of {repeats})", result)
-    for peer in result["peers"]:
-        typer.echo(f"{peer['name']}: hit rate {peer['hit_rate']:.3f}")
+    torch.set_num_threads(threads)  # the in-process peers run with the servers' thread count
+    model = "smollm2-135m"
+    with progress_bars(len(rows)) as progress:
+        result = run_agent_peers(rows, load_model(model), model, peers=list(dict.fromkeys(vs)), dtype=dtype,
+                                 num_threads=threads, concurrency=concurrency, repeat=repeats,
+                                 vllm_python=vllm_python, vllm_url=vllm_url, progress=progress)
+    print_peer_table(result["table"], target=TARGET_VS_BEST_PEER,
+                     title=f"bench agent: {len(rows)} requests, concurrency {concurrency}, {threads} threads, "
+                           f"{result['dtype']}, medians of {repeats}")
+    for name, rate in result["hit_rates"].items():
+        typer.echo(f"{name}: hit rate {rate:.3f}")
     write_json(result, json_out)
 
 

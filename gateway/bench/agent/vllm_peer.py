@@ -12,24 +12,9 @@ from __future__ import annotations
 
 import uuid
 
+from gateway.bench.agent.plain import plain_body
 from gateway.bench.http_peers import HttpRun, agreement, peer_dtype, replay_chat
 from gateway.bench.rag.vllm_peer import median_run, run_vllm_http
-
-RADIXGATE_EXTRAS = ("context", "canonicalize", "template")
-
-
-def vllm_body(body: dict) -> dict:
-    """The row's body as a plain OpenAI request: documents as a system message, tools not called."""
-    plain = {k: v for k, v in body.items() if k not in RADIXGATE_EXTRAS}
-    docs = body.get("context") or []
-    if docs:
-        text = "\n\n".join(d["text"] if isinstance(d, dict) else str(d) for d in docs)
-        messages = list(plain["messages"])
-        at = 1 if messages and messages[0].get("role") == "system" else 0
-        plain["messages"] = messages[:at] + [{"role": "system", "content": f"Retrieved documents:\n\n{text}"}] + messages[at:]
-    if plain.get("tools"):
-        plain["tool_choice"] = "none"
-    return plain
 
 
 def hit_rate(run: HttpRun) -> float:
@@ -38,13 +23,37 @@ def hit_rate(run: HttpRun) -> float:
 
 
 def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads: int, concurrency: int,
-                      vllm_python: str | None, vllm_url: str | None, repeat: int = 1, progress=None) -> dict:
+                      vllm_python: str | None, vllm_url: str | None, repeat: int = 1, with_vllm: bool = True,
+                      progress=None) -> dict:
     """``repeat`` passes on each server, every one on cold caches; wall times are medians (rag.vllm_peer.median_run),
-    TTFT, prefill, hit rate and answers the first pass's."""
+    TTFT, prefill, hit rate and answers the first pass's. Without ``with_vllm``, radixgate's passes alone. The
+    first pass's answer texts are kept under "radixgate_answers" for peers measured elsewhere."""
+    dtype = peer_dtype(dtype)
+    ours = radixgate_passes(rows, dtype=dtype, num_threads=num_threads, concurrency=concurrency, repeat=repeat,
+                            progress=progress)
+    radixgate = median_run(ours)
+    radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours[0]))
+    result = {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads, "dtype": dtype,
+              "repeat": repeat, "peers": [radixgate], "radixgate_answers": [r.text for r in ours[0].replies]}
+    if not with_vllm:
+        return result
+    theirs = run_vllm_http([plain_body(r["body"]) for r in rows], python=vllm_python, url=vllm_url,
+                           model_dir=loaded_model.path, served_name=loaded_model.model_id, dtype=dtype,
+                           num_threads=num_threads, concurrency=concurrency, repeat=repeat, progress=progress)
+    vllm = median_run(theirs)
+    vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs[0]))
+    result["peers"].append(vllm)
+    result.update(answer_agreement=agreement(ours[0], theirs[0]),
+                  wall_ratio_vs_vllm=radixgate["wall_s"] / vllm["wall_s"])
+    return result
+
+
+def radixgate_passes(rows: list[dict], *, dtype: str, num_threads: int, concurrency: int, repeat: int,
+                     progress=None) -> list[HttpRun]:
+    """``repeat`` canonicalized passes through one `radixgate serve`, each under tenants of its own (cold caches)."""
     from gateway.bench.agent.run import GatewayClient
     from gateway.bench.server import ServerProcess
 
-    dtype = peer_dtype(dtype)
     env = {"OMP_NUM_THREADS": str(num_threads), "RADIXGATE_LOG_LEVEL": "WARNING",
            "RADIXGATE_ENGINE__KV_CACHE_TOKENS": "65536", "RADIXGATE_ENGINE__DTYPE": dtype}
     with ServerProcess(env=env) as server:
@@ -62,12 +71,4 @@ def run_agent_vs_vllm(rows: list[dict], loaded_model, *, dtype: str, num_threads
                                         progress=progress))
         finally:
             admin.close()
-    theirs = run_vllm_http([vllm_body(r["body"]) for r in rows], python=vllm_python, url=vllm_url,
-                           model_dir=loaded_model.path, served_name=loaded_model.model_id, dtype=dtype,
-                           num_threads=num_threads, concurrency=concurrency, repeat=repeat, progress=progress)
-    radixgate, vllm = median_run(ours), median_run(theirs)
-    radixgate.update(name="radixgate serve (canonical)", hit_rate=hit_rate(ours[0]))
-    vllm.update(name="vLLM (CPU)", hit_rate=hit_rate(theirs[0]))
-    return {"mode": f"concurrency {concurrency}", "requests": len(rows), "num_threads": num_threads, "dtype": dtype,
-            "repeat": repeat, "peers": [radixgate, vllm], "answer_agreement": agreement(ours[0], theirs[0]),
-            "wall_ratio_vs_vllm": radixgate["wall_s"] / vllm["wall_s"]}
+    return ours

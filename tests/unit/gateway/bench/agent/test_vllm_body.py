@@ -1,6 +1,8 @@
-"""The agent rows as vLLM gets them: retrieved documents as a system message, tools never called, no radixgate extras."""
+"""The agent rows as the peers get them: retrieved documents as a system message, tools never called, no radixgate
+extras; and the bookkeeping of the HTTP passes."""
 
-from gateway.bench.agent.vllm_peer import hit_rate, vllm_body
+from gateway.bench.agent.plain import plain_body
+from gateway.bench.agent.vllm_peer import hit_rate
 from gateway.bench.http_peers import HttpRun, Reply, agreement
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
@@ -10,7 +12,7 @@ def test_documents_follow_the_first_system_message_and_extras_are_dropped():
     body = {"model": "m", "max_tokens": 4, "canonicalize": False, "tools": TOOLS,
             "context": [{"id": "a", "text": "Doc A."}, "Doc B."],
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}
-    plain = vllm_body(body)
+    plain = plain_body(body)
     assert [m["role"] for m in plain["messages"]] == ["system", "system", "user"]
     assert plain["messages"][1]["content"] == "Retrieved documents:\n\nDoc A.\n\nDoc B."
     assert plain["tool_choice"] == "none" and plain["tools"] == TOOLS
@@ -20,7 +22,7 @@ def test_documents_follow_the_first_system_message_and_extras_are_dropped():
 
 def test_a_body_without_documents_or_tools_passes_through():
     body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
-    assert vllm_body(body) == body
+    assert plain_body(body) == body
 
 
 def test_summary_hit_rate_and_agreement_come_from_the_replies():
