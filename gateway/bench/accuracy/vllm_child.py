@@ -46,8 +46,9 @@ def main(request_path: str, out_path: str) -> None:
         rows = list(out.prompt_logprobs)[len(prompt):] + [out.outputs[0].logprobs[0]]
         forced[index] = np.stack([dense(row, vocab) for row in rows])
         print(f"progress {index + 1}", flush=True)
-    greedy_params = SamplingParams(max_tokens=num_tokens, min_tokens=num_tokens, temperature=0.0, ignore_eos=True,
-                                   detokenize=False)
+    # ignore_eos keeps generating past an end-of-sequence token; min_tokens would instead forbid it (a logits
+    # processor), and the reference's argmax may be one
+    greedy_params = SamplingParams(max_tokens=num_tokens, temperature=0.0, ignore_eos=True, detokenize=False)
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], greedy_params, use_tqdm=False)
     tokens = np.array([list(o.outputs[0].token_ids)[:num_tokens] for o in outs], dtype=np.int64)
     np.savez(out_path, forced=forced, tokens=tokens)

@@ -43,7 +43,10 @@ def fake_vllm(calls: list) -> types.ModuleType:
             for prompt in prompts if isinstance(prompts, list) else [prompts]:
                 ids, generated = list(prompt["prompt_token_ids"]), []
                 for _ in range(params.max_tokens):
-                    generated.append((([*ids, *generated])[-1] + 1) % VOCAB)
+                    token = (([*ids, *generated])[-1] + 1) % VOCAB
+                    if token == 0 and len(generated) < getattr(params, "min_tokens", 0):
+                        token = 1  # vLLM's min_tokens bans the end of sequence (0 here) until then
+                    generated.append(token)
                 sampled = [after(([*ids, *generated])[i - 1]) for i in range(len(ids), len(ids) + len(generated))]
                 prompt_logprobs = [None] + [after(ids[j - 1]) for j in range(1, len(ids))]
                 wants_prompt, wants_sampled = getattr(params, "prompt_logprobs", None), getattr(params, "logprobs", None)
@@ -71,7 +74,7 @@ def test_the_child_keeps_the_rows_that_predict_each_teacher_token(monkeypatch, t
     assert found["forced"][0].argmax(-1).tolist() == [4, 5, 7]  # after 3, then after teacher 4 and 6
     assert found["forced"][1].argmax(-1).tolist() == [6, 3, 0]  # after 5, 2, 7
     assert np.allclose(np.exp(found["forced"]).sum(-1), 1.0, atol=1e-5)  # full distributions, nothing -inf
-    assert found["tokens"].tolist() == [[4, 5, 6], [6, 7, 0]]  # free-running greedy
+    assert found["tokens"].tolist() == [[4, 5, 6], [6, 7, 0]]  # free-running greedy, through end of sequence
     init = calls[0][1]
     assert init["max_logprobs"] == -1 and init["enable_prefix_caching"] is False and init["dtype"] == "bfloat16"
 
