@@ -100,7 +100,8 @@ def print_result(result: dict) -> None:
         ours, theirs = unquantized.get(("radixgate", dtype)), unquantized.get(("vLLM", dtype))
         if ours and theirs:
             console.print(f"radixgate {dtype} vs vLLM {dtype}: mean KL {ours['mean_kl']:.5f} vs "
-                          f"{theirs['mean_kl']:.5f} nats, greedy agreement {ours['greedy_agreement']:.1%} vs {theirs['greedy_agreement']:.1%}")
+                          f"{theirs['mean_kl']:.5f} nats, greedy agreement {ours['greedy_agreement']:.1%} vs "
+                          f"{theirs['greedy_agreement']:.1%}")
     for dtype, ok in result["radixgate_no_further_than_transformers"].items():
         console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
                       f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")

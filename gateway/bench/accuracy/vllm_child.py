@@ -1,8 +1,9 @@
 """bench accuracy's vLLM candidate, run as a script by the Python of a venv with vLLM's CPU build.
 
 It imports nothing of radixgate (that venv does not have it): ``python vllm_child.py REQUEST.json OUT.npz``.
-REQUEST holds the HF model directory, the dtype, the thread count, the prompts (token ids) and the
-reference's greedy tokens. For each prompt it runs vLLM's offline engine twice:
+REQUEST holds the HF model directory, the dtype, the longest sequence (max_model_len), the prompts
+(token ids) and the reference's greedy tokens; threads come from OMP_NUM_THREADS. For each prompt it runs
+vLLM's offline engine twice:
 
   * teacher-forced: ``prompt + teacher[:-1]`` as the prompt with every prompt position's full
     distribution (``prompt_logprobs=-1``, raw log-probabilities, ``max_logprobs=-1``) and one sampled

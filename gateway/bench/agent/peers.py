@@ -14,7 +14,7 @@ import statistics
 
 from gateway.bench.agent.plain import plain_prompt_ids
 from gateway.bench.rag.baselines import median_of
-from gateway.bench.rag.peer_table import HTTP, IN_PROCESS, PeerRow, peer_table
+from gateway.bench.rag.peer_table import IN_PROCESS, PeerRow, http_rows, peer_table
 
 PEERS = ("vllm", "llamacpp", "hf")
 TARGET_VS_BEST_PEER = 0.5
@@ -36,13 +36,9 @@ def run_agent_peers(rows: list[dict], loaded_model, model_spec: str, *, peers: l
                              vllm_python=vllm_python, vllm_url=vllm_url, repeat=repeat, with_vllm="vllm" in peers,
                              progress=progress)
     ours_answers = http.pop("radixgate_answers")
-    ours, *theirs = http["peers"]
-    table_rows = [PeerRow(ours["name"], HTTP, ours["wall_s"], ours["ttft_ms_p50"], ours["prefill_tokens"])]
-    hit_rates = {ours["name"]: ours["hit_rate"]}
-    for peer in theirs:
-        table_rows.append(PeerRow(peer["name"], HTTP, peer["wall_s"], peer["ttft_ms_p50"], peer["prefill_tokens"],
-                                  same_answers=http["answer_agreement"], ratio=ours["wall_s"] / peer["wall_s"]))
-        hit_rates[peer["name"]] = peer["hit_rate"]
+    ours = http["peers"][0]
+    table_rows = http_rows(http)
+    hit_rates = {peer["name"]: peer["hit_rate"] for peer in http["peers"]}
     local = [name for name in PEERS[1:] if name in peers]
     if local:
         prompts = [plain_prompt_ids(row["body"], loaded_model.tokenizer) for row in rows]

@@ -49,7 +49,8 @@ def fake_vllm(calls: list) -> types.ModuleType:
                     generated.append(token)
                 sampled = [after(([*ids, *generated])[i - 1]) for i in range(len(ids), len(ids) + len(generated))]
                 prompt_logprobs = [None] + [after(ids[j - 1]) for j in range(1, len(ids))]
-                wants_prompt, wants_sampled = getattr(params, "prompt_logprobs", None), getattr(params, "logprobs", None)
+                wants_prompt = getattr(params, "prompt_logprobs", None)
+                wants_sampled = getattr(params, "logprobs", None)
                 outs.append(types.SimpleNamespace(
                     prompt_logprobs=prompt_logprobs if wants_prompt == -1 else None,
                     outputs=[types.SimpleNamespace(token_ids=generated, logprobs=sampled if wants_sampled else None)]))
