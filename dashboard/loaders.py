@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from gateway.db import insight_queries
 from gateway.db import stats_queries
 from gateway.db import template_queries
-from gateway.db.doctor import diagnose
+from gateway.doctor.diagnosis import diagnose
 from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
 
 TTL_S = 60

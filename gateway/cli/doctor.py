@@ -21,7 +21,7 @@ def doctor(
 ) -> None:
     """Diagnose a tenant's request log: ranked causes of lost prefix hits, fixes and the speedup at stake."""
     from gateway.db.insight_queries import find_tenant
-    from gateway.db.doctor import diagnose
+    from gateway.doctor.diagnosis import diagnose
     from gateway.db.session import make_engine, make_session_factory
 
     url = db or default_db_url()

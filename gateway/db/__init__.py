@@ -8,11 +8,13 @@
     insight_queries               what the dashboard and the cache doctor read beyond those: tenants,
                                   system-prefix sightings, pins, snapshots, series, prefill ms per token
     rollup, percentile            building blocks of the two query modules
-    doctor_queries, doctor(_fixes)  the cache doctor: the measured counterfactuals summed in SQL,
-                                  ranked causes of lost hits, fixes and the speedup of each
+    doctor_queries, doctor_hourly the cache doctor's SQL: the measured counterfactuals summed per
+                                  tenant window, and their hourly roll-up (the diagnosis, its
+                                  ranking and fix texts are gateway.doctor's)
 
 Every query function takes a session, binds its parameters and never commits. The dashboard
-imports only this package (its models, queries, doctor and sessions), never the rest of the gateway.
+imports only this package (its models, queries and sessions) and gateway.doctor, never the rest of
+the gateway.
 """
 
 from gateway.db.models import (

@@ -18,7 +18,7 @@ system + tools part `system_prefix_tokens`). Per row, in tokens that had to be p
 each clamped at 0. Rows without a canonical figure (written before it existed, or with the
 canonical shadow off) count the canonical order as what they got, so they gain nothing.
 
-`loss_groups` names each row's ordering and cold causes in SQL (the rules of gateway/db/doctor.py)
+`loss_groups` names each row's ordering and cold causes in SQL (the rules of gateway/doctor/diagnosis.py)
 and sums the gains (and counts the rows with each) per pair of names: one GROUP BY over the
 tenant's window that reads only the ix_request_log_doctor index, so a handful of groups come back
 to Python whatever the window's size. `shared_by_system_key` and `pattern_counts` fetch the few

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from gateway.db import doctor_queries, insight_queries, stats_queries
-from gateway.db.doctor import diagnose
+from gateway.doctor.diagnosis import diagnose
 
 BUSIEST_TENANT = "tenant-001"  # id 1, seeded first (see run.seed_tenants)
 

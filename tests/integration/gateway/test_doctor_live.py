@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.db.doctor import diagnose
+from gateway.doctor.diagnosis import diagnose
 from tests.support.app import create_tenant, wait_for_log_rows
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from gateway.db import insight_queries
-from gateway.db.doctor import diagnose
+from gateway.doctor.diagnosis import diagnose
 from gateway.db.session import make_engine, make_session_factory, session_scope
 from tests.support.dashboard_seed import EXPECTED_TOP_CAUSE, seed
 

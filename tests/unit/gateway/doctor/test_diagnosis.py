@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from gateway.db.doctor import diagnose
+from gateway.doctor.diagnosis import diagnose
 from gateway.db.doctor_queries import TtftFit
 from gateway.db.models import Base, Tenant
 from gateway.db.session import make_engine, make_session_factory

@@ -30,9 +30,9 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from gateway.db import doctor_queries, insight_queries
-from gateway.db.doctor_fixes import COUNTERFACTUALS, CauseFacts, describe_cause
 from gateway.db.doctor_queries import LossGroup, SharedKey, TtftFit
 from gateway.db.models import Tenant
+from gateway.doctor.fixes import COUNTERFACTUALS, CauseFacts, describe_cause
 
 SPEEDUP_MODEL = "prefill time ~ uncached prompt tokens (summed over the window's requests)"
 TTFT_MODEL = "TTFT = a + b x uncached tokens, least squares over the tenant's own completed requests"
