@@ -163,7 +163,7 @@ def build_services(gw: GatewayState) -> None:
         gw.canonical_shadow = CanonicalShadow(index, gw.encode_cache)
     gw.miss_attributor = MissAttributor()
     if gw.engine is not None:
-        from gateway.db.engine_snapshots import EngineSnapshotter
+        from gateway.insight.engine_snapshots import EngineSnapshotter
 
         interval_s = settings.engine_snapshot_interval_s
         gw.snapshotter = EngineSnapshotter(gw.session_factory, gw.engine.stats, interval_s).start()

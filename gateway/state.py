@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from engine import Engine
-    from gateway.db.engine_snapshots import EngineSnapshotter
+    from gateway.insight.engine_snapshots import EngineSnapshotter
     from gateway.canonicalize.encode_cache import EncodeCache
     from gateway.db.log_writer import LogWriter
     from gateway.db.side_writer import SideWriter

@@ -2,7 +2,6 @@
 
     models, session, migrate      the SQLAlchemy models, engines and sessions, Alembic upgrades
     log_row, log_writer           request-log rows normalized, then written off the hot path in batches
-    engine_snapshots              the embedded engine's cache statistics, stored periodically
     stats_queries                 hit rates, tokens, causes, errors and TTFT percentiles per tenant,
                                   template and time bucket: the stats API's and the dashboard's figures
     insight_queries               what the dashboard and the cache doctor read beyond those: tenants,

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from gateway.db import EngineStatSnapshot, make_engine, make_session_factory
-from gateway.db.engine_snapshots import EngineSnapshotter
+from gateway.insight.engine_snapshots import EngineSnapshotter
 
 STATS = {"num_running": 2, "cache": {"cached_tokens": 4096, "pinned_tokens": 256, "evictable_tokens": 1024,
                                       "evicted_nodes": 3, "namespaces": {"t1": {"hit_tokens": 10}}}}
