@@ -25,6 +25,7 @@ from engine.forward_batch import ForwardBatch, make_forward_batch
 from engine.grammar import Grammar, GrammarCompiler, GrammarError, ToolSpec
 from engine.grammar.state import GrammarState
 from engine.kv_pool import KVPool
+from engine.models.gguf_cache import model_cache_root
 from engine.models.llama import ModelShape
 from engine.models.loader import ALIASES as MODEL_ALIASES
 from engine.models.loader import LoadedModel, load_model, locate_alias, resolve_model_dir
@@ -49,6 +50,7 @@ __all__ = [
     "load_model",
     "locate_alias",
     "resolve_model_dir",  # a model spec's local HF directory (an edge gateway reads its tokenizer there)
+    "model_cache_root",  # where resolve_model_dir keeps dequantized GGUF models, given a cache directory
     "MODEL_ALIASES",
     "LoadedModel",
     "ModelShape",

@@ -58,6 +58,11 @@ class EngineConfig:
     creates it); None gives this engine a private one. A holder whose process
     died, or that did not touch the store for host_tier_lease_s seconds, loses
     its references.
+
+    native_kernels: run radixgate's native CPU kernels where they build (False: torch's kernels
+    run every row). cache_dir: radixgate's cache directory, GGUF models dequantized under
+    cache_dir/models (None: ~/.cache/radixgate). The engine reads no environment: the caller
+    (the gateway's settings) decides both.
     """
 
     model: str = "smollm2-135m"
@@ -88,6 +93,8 @@ class EngineConfig:
     host_tier_bytes: int = 0
     host_tier_name: str | None = None
     host_tier_lease_s: float = 60.0
+    native_kernels: bool = True
+    cache_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

@@ -41,12 +41,14 @@ class Engine:
     def __init__(self, config: EngineConfig | None = None, *, runner=None) -> None:
         self.config = config or EngineConfig()
         if runner is None:
+            from engine.models.gguf_cache import model_cache_root
             from engine.runner import ModelRunner
 
             runner = ModelRunner.from_spec(
                 self.config.model, dtype=self.config.dtype, device=self.config.device,
                 num_pages=self.config.num_kv_pages, page_size=self.config.page_size,
                 quantization=self.config.quantization, prefer=self.config.prefer,
+                cache_dir=model_cache_root(self.config.cache_dir), native=self.config.native_kernels,
             )
         self.runner = runner
         loaded = runner.loaded_model

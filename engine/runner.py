@@ -65,13 +65,13 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device, prefer:
 
 
 def resolve_quantization(quantization: str | None, dtype: torch.dtype, device: torch.device,
-                         prefer: str = "speed") -> str:
+                         prefer: str = "speed", native: bool = True) -> str:
     """"none", "int8", "int4", "w4a8" or "w8a8"; None means "none", "auto" -> engine.kernels.choose_quantization.
     Raises ValueError for any other name."""
     if quantization is None:
         return "none"
     if quantization == "auto":
-        return choose_quantization(dtype, device, prefer)
+        return choose_quantization(dtype, device, prefer, native)
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"unknown quantization {quantization!r}; choose one of {[*QUANTIZATIONS, 'auto']}")
     return quantization
@@ -81,19 +81,21 @@ class ModelRunner:
     """``forward(batch)`` writes the new tokens' K/V into ``pool`` and returns float32 logits."""
 
     def __init__(self, loaded_model, pool, dtype: str | torch.dtype | None = None, device=None,
-                 quantization: str | None = None, prefer: str = "speed") -> None:
+                 quantization: str | None = None, prefer: str = "speed", native: bool = True) -> None:
+        """``native`` False keeps every kernel on torch's ops (EngineConfig.native_kernels)."""
         config = loaded_model.config
         if config.model_type not in SUPPORTED_MODEL_TYPES:
             raise ValueError(f"model_type {config.model_type!r} is not a Llama-family model")
         self.loaded_model = loaded_model
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device, prefer)
-        self.quantization = resolve_quantization(quantization, self.dtype, self.device, prefer)
+        self.quantization = resolve_quantization(quantization, self.dtype, self.device, prefer, native)
+        self.native = native
         self.pool = pool
-        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device, self.quantization)
+        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device, self.quantization, native)
         self.shape = self.model.shape
         self.attention = make_attention(pool, self.shape.num_heads, self.shape.num_kv_heads, self.shape.head_dim,
-                                        self.device)
+                                        self.device, native)
         self._check_pool(pool)
         is_auto = dtype in (None, "auto") or quantization == "auto"
         if is_auto and (self.dtype != torch.float32 or self.quantization != "none"):
@@ -109,7 +111,7 @@ class ModelRunner:
         s = self.shape
         pool = KVPool(-(-len(token_ids) // self.pool.page_size), self.pool.page_size, num_layers=s.num_layers,
                       num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, dtype=torch.float32, device=self.device)
-        reference = ModelRunner(self.loaded_model, pool, torch.float32, self.device)
+        reference = ModelRunner(self.loaded_model, pool, torch.float32, self.device, native=self.native)
         found = divergence(reference, self, token_ids)
         logger.info("auto precision %s/%s: logits %.4f nats (mean KL) from the float32 model's on a probe text, "
                     "same top token at %.0f%% of positions (prefer='accuracy' runs the float32 model)",
@@ -161,8 +163,10 @@ class ModelRunner:
         cache_dir: str | os.PathLike | None = None,
         quantization: str | None = None,
         prefer: str = "speed",
+        native: bool = True,
     ) -> "ModelRunner":
-        """Load ``model_spec`` (see engine.models.loader) and build a runner with a fresh KVPool (``.pool``)."""
+        """Load ``model_spec`` (see engine.models.loader) and build a runner with a fresh KVPool (``.pool``);
+        ``cache_dir`` is the GGUF cache root (engine.models.gguf_cache.model_cache_root)."""
         from engine.kv_pool import KVPool
         from engine.models.loader import load_model
 
@@ -172,4 +176,4 @@ class ModelRunner:
         shape = ModelShape.from_config(loaded.config)
         pool = KVPool(num_pages, page_size, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
                       head_dim=shape.head_dim, dtype=pool_dtype, device=device)
-        return cls(loaded, pool, dtype if dtype in (None, "auto") else pool_dtype, device, quantization, prefer)
+        return cls(loaded, pool, dtype if dtype in (None, "auto") else pool_dtype, device, quantization, prefer, native)

@@ -1,9 +1,10 @@
 """All configuration in one place: `Settings`, read from init kwargs, RADIXGATE_* env vars and an optional file.
 
 Precedence, highest first: keyword arguments (the CLI's flags), environment
-(`RADIXGATE_PORT`, nested with `__`: `RADIXGATE_ENGINE__MODEL`), a `.env`
-file, the config file (TOML or YAML; `config_file=` or `RADIXGATE_CONFIG_FILE`),
-then defaults. Settings are built in the app's lifespan or the CLI, never at
+(`RADIXGATE_PORT`, nested with `__`: `RADIXGATE_ENGINE__MODEL`), the short
+environment names kept from before they were engine settings (LEGACY_ENV:
+`RADIXGATE_NATIVE_KERNELS`, `RADIXGATE_CACHE_DIR`), a `.env` file, the config
+file (TOML or YAML; `config_file=` or `RADIXGATE_CONFIG_FILE`), then defaults. Settings are built in the app's lifespan or the CLI, never at
 import time. The engine never reads them: `EngineSettings.to_engine_config()`
 turns them into the engine's frozen `EngineConfig`.
 """
@@ -23,6 +24,8 @@ from gateway.routing.policy import SPILL_FLOOR_TOKENS
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "RADIXGATE_"
+# short environment names -> the engine setting each stands for (RADIXGATE_ENGINE__<NAME> wins over them)
+LEGACY_ENV = {f"{ENV_PREFIX}NATIVE_KERNELS": "native_kernels", f"{ENV_PREFIX}CACHE_DIR": "cache_dir"}
 
 
 class EngineSettings(BaseModel):
@@ -66,6 +69,11 @@ class EngineSettings(BaseModel):
     host_tier_bytes: int | None = None
     host_tier_name: str | None = None
     host_tier_lease_s: float | None = None
+    native_kernels: bool = Field(default=True, description="Run radixgate's native CPU kernels where they build "
+                                 "(false: torch's kernels run every row). Also RADIXGATE_NATIVE_KERNELS.")
+    cache_dir: str | None = Field(default=None, description="radixgate's cache directory; GGUF models are "
+                                  "dequantized under <cache_dir>/models (default ~/.cache/radixgate). "
+                                  "Also RADIXGATE_CACHE_DIR.")
 
     def to_engine_config(self) -> Any:
         """Build `engine.EngineConfig`, passing only fields set here and known to EngineConfig."""
@@ -217,7 +225,8 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         file_source = ConfigFileSource(settings_cls, init_settings)
-        return init_settings, env_settings, dotenv_settings, file_source, file_secret_settings
+        legacy_source = LegacyEnvSource(settings_cls)
+        return init_settings, env_settings, legacy_source, dotenv_settings, file_source, file_secret_settings
 
     def resolved_templates_dir(self) -> Path:
         if self.templates_dir is not None:
@@ -238,6 +247,17 @@ class ConfigFileSource(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         path = self._init_settings().get("config_file") or os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
         return read_config_file(Path(path)) if path else {}
+
+
+class LegacyEnvSource(PydanticBaseSettingsSource):
+    """The engine settings that LEGACY_ENV's short environment names set, as {"engine": {...}}."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        engine = {name: os.environ[env] for env, name in LEGACY_ENV.items() if os.environ.get(env)}
+        return {"engine": engine} if engine else {}
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

@@ -6,7 +6,7 @@
     choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
     make_norm(eps, native)      RMSNorm, alone and after a residual add (engine.kernels.norm)
-    native_ops(dtype, device)   radixgate's native CPU kernels for that dtype there (the rotary embedding
+    native_ops(dtype, device, enabled)  radixgate's native CPU kernels for that dtype there (the rotary embedding
                                 among them), or None: the model then runs its torch ops
 
 Which kernel runs is decided here, once, at construction: oneDNN-packed linears on a CPU where
@@ -60,23 +60,25 @@ class Attention(Protocol):
         """q (T, H, D), k/v (T, KVH, D) -> (T, H * D); writes k/v into the pool at the plan's out_slots first."""
 
 
-def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantization: str = "none") -> Linear:
+def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantization: str = "none",
+                native: bool = True) -> Linear:
     """A linear layer over ``weight`` (out_features, in_features) in its own dtype and device: packed for
     oneDNN on a CPU that supports the dtype there, ``F.linear`` otherwise; with ``quantization`` "int8" or
     "int4" (CPU only), the weight is stored quantized and activations stay in the weight's dtype; "w4a8" and
     "w8a8" are int4 and int8 whose generated rows are also quantized, to int8 per 32 inputs
     (engine.kernels.cpu.quantized_linear).
     A weight whose in_features the groups of 32 do not divide stays dense; an int4 weight whose outputs are
-    not a multiple of 16 (torch's int4 packing) falls back to int8."""
+    not a multiple of 16 (torch's int4 packing) falls back to int8. ``native`` False keeps generated rows
+    off radixgate's native CPU kernels (EngineConfig.native_kernels)."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     if quantization != "none" and weight.device.type != "cpu":
         raise ValueError(f"weight-only {quantization} runs on CPU only, not on {weight.device.type}")
     if quantization in ("int4", "w4a8") and int4_applies(weight):
-        return Int4WeightLinear(weight, bias, int8_activations=quantization == "w4a8")
+        return Int4WeightLinear(weight, bias, int8_activations=quantization == "w4a8", native=native)
     if quantization != "none" and weight.shape[1] % GROUP_SIZE == 0:
-        return Int8WeightLinear(weight, bias, int8_activations=quantization in ("w4a8", "w8a8"))
-    return dense_linear(weight, bias)
+        return Int8WeightLinear(weight, bias, int8_activations=quantization in ("w4a8", "w8a8"), native=native)
+    return dense_linear(weight, bias, by_row=native)
 
 
 def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:
@@ -89,13 +91,14 @@ def choose_dtype(device: torch.device, prefer: str = "speed") -> torch.dtype:
     return torch.float32 if prefer == "accuracy" else choose_cpu_dtype()
 
 
-def choose_quantization(dtype: torch.dtype, device: torch.device, prefer: str = "speed") -> str:
+def choose_quantization(dtype: torch.dtype, device: torch.device, prefer: str = "speed", native: bool = True) -> str:
     """"none" on CUDA or when ``prefer`` is "accuracy"; on a CPU, int8 or int4 where the probe
-    (engine.kernels.cpu.quant_probe) times that mode's decode-sized linears clearly faster in ``dtype``."""
+    (engine.kernels.cpu.quant_probe) times that mode's decode-sized linears clearly faster in ``dtype``,
+    built as ``make_linear(..., native=native)`` would build them."""
     _check_preference(prefer)
     if device.type != "cpu" or prefer == "accuracy":
         return "none"
-    return measured_cpu_quantization(dtype, torch.get_num_threads())
+    return measured_cpu_quantization(dtype, torch.get_num_threads(), native)
 
 
 def _check_preference(prefer: str) -> None:
@@ -103,9 +106,11 @@ def _check_preference(prefer: str) -> None:
         raise ValueError(f"prefer must be one of {PREFERENCES}, got {prefer!r}")
 
 
-def make_attention(pool, num_heads: int, num_kv_heads: int, head_dim: int, device: torch.device) -> Attention:
+def make_attention(pool, num_heads: int, num_kv_heads: int, head_dim: int, device: torch.device,
+                   native: bool = True) -> Attention:
     """FlashInfer on CUDA when ``flashinfer`` imports; the torch paged attention (explicit matmuls over the
-    pool, no SDPA) otherwise. Both write K/V at the batch's out_slots and read the pool slot-indexed."""
+    pool, no SDPA) otherwise, its rows on the native CPU kernels where they build and ``native`` is True.
+    Both write K/V at the batch's out_slots and read the pool slot-indexed."""
     if device.type == "cuda":
         try:
             from engine.kernels.cuda.flashinfer_attention import FlashInferAttention
@@ -113,4 +118,4 @@ def make_attention(pool, num_heads: int, num_kv_heads: int, head_dim: int, devic
             return FlashInferAttention(pool, num_heads, num_kv_heads, head_dim, device)
         except ImportError:
             pass
-    return PagedAttention(pool, num_heads, num_kv_heads, head_dim)
+    return PagedAttention(pool, num_heads, num_kv_heads, head_dim, native=native)

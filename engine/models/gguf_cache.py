@@ -25,8 +25,10 @@ from safetensors.torch import save_file
 logger = logging.getLogger(__name__)
 
 
-def default_cache_root() -> Path:
-    return Path(os.environ.get("RADIXGATE_CACHE_DIR") or Path.home() / ".cache" / "radixgate") / "models"
+def model_cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where dequantized GGUF models live: ``cache_dir``/models, ``cache_dir`` being radixgate's cache
+    directory (EngineConfig.cache_dir; None: ~/.cache/radixgate)."""
+    return Path(cache_dir or Path.home() / ".cache" / "radixgate") / "models"
 
 
 def source_stamp(gguf_path: Path) -> dict:
@@ -85,7 +87,7 @@ def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
     """The HF directory for ``gguf_path``, dequantizing it on the first call."""
     # one folder per GGUF path, so two installs of the same file (two venvs) do not rebuild each other's
     path_key = hashlib.sha1(str(gguf_path.resolve()).encode()).hexdigest()[:10]
-    cache_dir = (cache_root or default_cache_root()) / f"{gguf_path.stem}-{path_key}"
+    cache_dir = (cache_root or model_cache_root()) / f"{gguf_path.stem}-{path_key}"
     if is_cache_valid(cache_dir, gguf_path):
         return cache_dir
     cache_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -89,18 +89,19 @@ class LlamaModel:
     """The weights of a Llama-family decoder and its forward over a ragged batch."""
 
     def __init__(self, config, state_dict: dict[str, torch.Tensor], dtype: torch.dtype, device="cpu",
-                 quantization: str = "none") -> None:
+                 quantization: str = "none", native: bool = True) -> None:
         """``quantization`` ("none", "int8", "int4", "w4a8", "w8a8") is applied to every decoder linear; the LM
         head takes int8 when the layers take int4, w8a8 when they take w4a8 (it is the largest matrix and the
-        logits feel it most)."""
+        logits feel it most). ``native`` False runs torch's ops only (no native CPU kernels anywhere)."""
         self.config = config
         self.quantization = quantization
+        self.is_native_enabled = native
         self.shape = ModelShape.from_config(config)
         self.dtype = dtype
         self.device = torch.device(device)
         self.windows = layer_windows(config)
         self.act = activation(config)
-        self.native = native_ops(dtype, self.device)  # radixgate's CPU kernels, or None: torch's ops
+        self.native = native_ops(dtype, self.device, native)  # radixgate's CPU kernels, or None: torch's ops
         self.norm_op = make_norm(self.shape.rms_norm_eps, self.native)
         get = lambda name: state_dict[name].to(device=self.device, dtype=dtype).contiguous()  # noqa: E731
         self.embed = get("model.embed_tokens.weight")  # (vocab, hidden)
@@ -109,7 +110,8 @@ class LlamaModel:
         self.layers = [self._read_layer(state_dict, i, dtype) for i in range(self.shape.num_layers)]
         # a tied head reads the embedding matrix; the lookup keeps using self.embed
         head_quantization = {"int4": "int8", "w4a8": "w8a8"}.get(quantization, quantization)
-        self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed, quantization=head_quantization)
+        self.lm_head = make_linear(get("lm_head.weight") if has_head else self.embed, quantization=head_quantization,
+                                   native=native)
         max_positions = getattr(config, "max_position_embeddings", 4096) or 4096
         self.rotary = RotaryTable(config, self.shape.head_dim, min(max_positions, 32768), self.device)
 
@@ -117,7 +119,7 @@ class LlamaModel:
         p = f"model.layers.{i}."
         get = lambda name: sd[p + name].to(device=self.device, dtype=dtype)  # noqa: E731
         opt = lambda name: get(name).contiguous() if p + name in sd else None  # noqa: E731
-        linear = lambda weight, bias=None: make_linear(weight, bias, self.quantization)  # noqa: E731
+        linear = lambda weight, bias=None: make_linear(weight, bias, self.quantization, self.is_native_enabled)  # noqa: E731
         qkv_names = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
         qkv_bias = None
         if p + "self_attn.q_proj.bias" in sd:

@@ -4,7 +4,8 @@ With the embedded engine these come from the engine. An edge gateway (`serve --n
 them from the remotes' model files instead, so canonicalization, token counts, affinity,
 /v1/canonicalize and the request log work the same: `settings.remote_tokenizer` names a local
 Hugging Face directory or a model spec as `engine.model` takes (default: `engine.model`, whose
-HF directory radixgate caches under ~/.cache/radixgate/models/). Only the tokenizer and the
+HF directory radixgate caches under `engine.cache_dir`/models/, ~/.cache/radixgate/models/ by
+default). Only the tokenizer and the
 config are read; no weights are loaded.
 """
 
@@ -36,10 +37,10 @@ def load_prompt_model(settings) -> PromptModel:
     """The remotes' tokenizer and context length, from `settings.remote_tokenizer` (see the module docstring)."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from engine import resolve_model_dir
+    from engine import model_cache_root, resolve_model_dir
 
     spec = settings.remote_tokenizer or settings.engine.model
-    model_dir, model_id = resolve_model_dir(spec, None)
+    model_dir, model_id = resolve_model_dir(spec, model_cache_root(settings.engine.cache_dir))
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     max_context = settings.remote_max_context
     if max_context is None:

@@ -1,8 +1,11 @@
 """radixgate's own CPU kernels (C++ next to this file), compiled for this CPU on first use.
 
     native_kernels()   the compiled module, or None where it cannot be built (no compiler, a failed
-                       build, or RADIXGATE_NATIVE_KERNELS=0): callers then keep torch's kernels
+                       build): callers then keep torch's kernels
     native_for(dtype, device)   the module for rows of that dtype there: float32 and bfloat16 on a CPU
+
+Whether an engine uses them at all is EngineConfig.native_kernels, passed down to each kernel's
+constructor (``native=``); this module reads no environment.
 
 The build (torch.utils.cpp_extension, ~1 minute once) goes to torch's extension cache under a name that
 carries a hash of the sources, the compiler flags and this CPU's model and flags, so a cache shared by
@@ -14,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -27,7 +29,6 @@ SOURCE_NAMES = ("native_bindings.cpp", "decode_attention.cpp", "chunk_attention.
 SOURCES = tuple(Path(__file__).with_name(name) for name in SOURCE_NAMES)
 HEADERS = tuple(sorted(Path(__file__).parent.glob("*.h")))  # every one: a header edit must change the build name
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", "-fopenmp")
-ENV_SWITCH = "RADIXGATE_NATIVE_KERNELS"
 
 
 def _cpu_signature() -> str:
@@ -50,9 +51,6 @@ def build_name() -> str:
 
 @functools.cache
 def native_kernels():
-    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
-        logger.info("%s=0: native CPU kernels off, torch's attention runs every row", ENV_SWITCH)
-        return None
     from torch.utils.cpp_extension import load
 
     logger.info("loading radixgate's native CPU kernels (the first use on a machine compiles them: ~1 minute)")
@@ -68,8 +66,9 @@ def native_kernels():
     return module
 
 
-def native_for(dtype: torch.dtype, device: torch.device):
-    """native_kernels() for float32 or bfloat16 rows on a CPU; None for any other dtype or device."""
-    if torch.device(device).type != "cpu" or dtype not in (torch.float32, torch.bfloat16):
+def native_for(dtype: torch.dtype, device: torch.device, enabled: bool = True):
+    """native_kernels() for float32 or bfloat16 rows on a CPU; None for any other dtype or device, or when
+    not ``enabled``."""
+    if not enabled or torch.device(device).type != "cpu" or dtype not in (torch.float32, torch.bfloat16):
         return None
     return native_kernels()

@@ -38,19 +38,23 @@ NUM_COPIES = 16  # 64 MiB of bfloat16 weights (32 of int8): past the last-level 
 PROBE_REPEATS = 3
 
 
-LINEARS = {"none": dense_linear, "int8": Int8WeightLinear, "int4": Int4WeightLinear}
+LINEARS = {  # mode -> (weight, native) -> the linear make_linear builds for it
+    "none": lambda weight, native: dense_linear(weight, by_row=native),
+    "int8": lambda weight, native: Int8WeightLinear(weight, native=native),
+    "int4": lambda weight, native: Int4WeightLinear(weight, native=native),
+}
 
 
 @functools.cache
-def measured_cpu_quantization(dtype: torch.dtype, num_threads: int) -> str:
+def measured_cpu_quantization(dtype: torch.dtype, num_threads: int, native: bool = True) -> str:
     """The quantized mode that wins (see the module docstring), else "none"; logged once. Batched counts are
     timed only for a mode that won the single row (a slow kernel is not timed at 64 rows for nothing)."""
-    dense = {rows: probe_seconds("none", dtype, rows) for rows in PROBE_ROWS}
+    dense = {rows: probe_seconds("none", dtype, rows, native=native) for rows in PROBE_ROWS}
     speedups: dict[str, list[float]] = {}
     for mode in ("int8", "int4"):
-        speedups[mode] = [dense[1] / probe_seconds(mode, dtype, 1)]
+        speedups[mode] = [dense[1] / probe_seconds(mode, dtype, 1, native=native)]
         if speedups[mode][0] >= MIN_SPEEDUP:
-            speedups[mode] += [dense[rows] / probe_seconds(mode, dtype, rows) for rows in PROBE_ROWS[1:]]
+            speedups[mode] += [dense[rows] / probe_seconds(mode, dtype, rows, native=native) for rows in PROBE_ROWS[1:]]
     winners = [mode for mode, found in speedups.items()
                if len(found) == len(PROBE_ROWS) and min(found[1:]) >= MIN_BATCHED]
     choice = max(winners, key=lambda mode: speedups[mode][0], default="none")
@@ -63,16 +67,16 @@ def measured_cpu_quantization(dtype: torch.dtype, num_threads: int) -> str:
 
 
 @functools.lru_cache(maxsize=1)  # the last mode's copies, reused across its row counts
-def probe_linears(mode: str, dtype: torch.dtype) -> list:
+def probe_linears(mode: str, dtype: torch.dtype, native: bool = True) -> list:
     gen = torch.Generator().manual_seed(0)
     weight = (torch.randn(PROBE_SHAPE, generator=gen) / math.sqrt(PROBE_SHAPE[1])).to(dtype)
-    return [LINEARS[mode](weight.clone()) for _ in range(NUM_COPIES)]
+    return [LINEARS[mode](weight.clone(), native) for _ in range(NUM_COPIES)]
 
 
 @torch.inference_mode()
-def probe_seconds(mode: str, dtype: torch.dtype, rows: int) -> float:
+def probe_seconds(mode: str, dtype: torch.dtype, rows: int, native: bool = True) -> float:
     """The best of PROBE_REPEATS timings of one ``rows``-row product on each of NUM_COPIES copies of the weight."""
-    linears = probe_linears(mode, dtype)
+    linears = probe_linears(mode, dtype, native)
     if rows in DECODE_ROWS:
         linears = [getattr(linear, "by_row", None) or linear for linear in linears]
     x = torch.randn(rows, PROBE_SHAPE[1], generator=torch.Generator().manual_seed(rows)).to(dtype)

@@ -84,14 +84,15 @@ class Int8WeightLinear:
     multiplied by byte dot products over q (llama.cpp's Q8_0 x Q8_0), in either dtype."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 int8_activations: bool = False) -> None:
+                 int8_activations: bool = False, native: bool = True) -> None:
+        """``native``: give generated rows the native kernels where they build (False: torch's kernels only)."""
         if weight.shape[1] % GROUP_SIZE:
             raise ValueError(f"int8 needs in_features divisible by {GROUP_SIZE}, got {weight.shape[1]}")
         q, scale = quantize_int8(weight)
         dequantized = dequantize_int8(q, scale).to(weight.dtype)
         self.bias = bias  # (out_features,) or None
         self.prompt_rows = dense_linear(dequantized, bias, by_row=False)
-        native = native_for(weight.dtype, weight.device)
+        native = native_for(weight.dtype, weight.device) if native else None
         if native is None:
             self.by_row = None
         elif int8_activations:
@@ -131,13 +132,14 @@ class Int4WeightLinear:
     ``int8_activations``: generated rows quantized to int8 per group (w4a8) where the native kernels build."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 int8_activations: bool = False) -> None:
+                 int8_activations: bool = False, native: bool = True) -> None:
+        """``native``: give generated rows the native kernels where they build (False: torch's kernels only)."""
         out_features, in_features = weight.shape
         if in_features % GROUP_SIZE:
             raise ValueError(f"int4 needs in_features divisible by {GROUP_SIZE}, got {in_features}")
         q, scale, minimum = quantize_int4(weight)
         self.bias = bias
-        native = native_for(weight.dtype, weight.device)
+        native = native_for(weight.dtype, weight.device) if native else None
         self.by_row = self.prompt_rows = self.packed = self.scale_and_zero = None
         if native is None:  # torch's kernel: (q - 8) * scale + zero, in (num_groups, out_features, 2)
             zero = minimum.float() + 8 * scale.float()

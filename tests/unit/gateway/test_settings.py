@@ -9,7 +9,9 @@ from gateway.settings import EngineSettings, Settings, read_config_file
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
-    for name in ("RADIXGATE_PORT", "RADIXGATE_CONFIG_FILE", "RADIXGATE_ENGINE__MODEL", "RADIXGATE_ENGINE__PAGE_SIZE", "RADIXGATE_DB_URL"):
+    for name in ("RADIXGATE_PORT", "RADIXGATE_CONFIG_FILE", "RADIXGATE_ENGINE__MODEL", "RADIXGATE_ENGINE__PAGE_SIZE", "RADIXGATE_DB_URL",
+                 "RADIXGATE_NATIVE_KERNELS", "RADIXGATE_CACHE_DIR", "RADIXGATE_ENGINE__NATIVE_KERNELS",
+                 "RADIXGATE_ENGINE__CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env
 
@@ -83,3 +85,17 @@ def test_host_tier_settings_reach_the_engine_config():
     config = EngineSettings(host_tier_tokens=4096, host_tier_name="shared").to_engine_config()
     assert (config.host_tier_tokens, config.host_tier_name, config.is_host_tier_enabled) == (4096, "shared", True)
     assert not EngineSettings().to_engine_config().is_host_tier_enabled  # off by default
+
+
+@pytest.mark.parametrize(("env", "value"), [("RADIXGATE_NATIVE_KERNELS", "0"), ("RADIXGATE_ENGINE__NATIVE_KERNELS", "false")])
+def test_native_kernels_switch_off_through_either_environment_name(monkeypatch, env, value):
+    monkeypatch.setenv(env, value)
+    assert Settings().engine.to_engine_config().native_kernels is False
+
+
+def test_cache_dir_comes_from_either_environment_name_the_nested_one_first(monkeypatch):
+    assert Settings().engine.to_engine_config().cache_dir is None
+    monkeypatch.setenv("RADIXGATE_CACHE_DIR", "/tmp/short")
+    assert Settings().engine.to_engine_config().cache_dir == "/tmp/short"
+    monkeypatch.setenv("RADIXGATE_ENGINE__CACHE_DIR", "/tmp/nested")
+    assert Settings().engine.to_engine_config().cache_dir == "/tmp/nested"

@@ -166,13 +166,13 @@ def fresh_verdict():
     ({"none": [1, 2, 8], "int8": [0.6, 4, 18], "int4": [0.6, 2.2, 8]}, "none"),
 ])
 def test_auto_takes_the_fastest_mode_only_when_it_clearly_wins(monkeypatch, fresh_verdict, seconds, expected):
-    monkeypatch.setattr(probe, "probe_seconds", lambda mode, dtype, rows: seconds[mode][probe.PROBE_ROWS.index(rows)])
+    monkeypatch.setattr(probe, "probe_seconds", lambda mode, dtype, rows, native=True: seconds[mode][probe.PROBE_ROWS.index(rows)])
     assert resolve_quantization("auto", torch.float32, CPU) == expected
     assert resolve_quantization(None, torch.float32, CPU) == "none"
 
 
 def test_preferring_accuracy_means_the_float32_model_and_times_nothing(monkeypatch, fresh_verdict):
-    def never(*args):
+    def never(*args, **kwargs):
         raise AssertionError("nothing may be timed when accuracy is preferred")
 
     monkeypatch.setattr(probe, "probe_seconds", never)
