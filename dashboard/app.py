@@ -5,7 +5,8 @@ admin key gets every page over every tenant; a tenant key gets its own Overview,
 Cache doctor and Templates pages (the Engine page, shared by all tenants, is the operator's).
 Reads come from the gateway's database at RADIXGATE_DB_URL (default sqlite:///./radixgate.db),
 read-only and scoped to the signed-in tenant; every change (the Templates page) goes through
-the gateway's HTTP API at RADIXGATE_GATEWAY_URL with the signed-in key.
+the gateway's HTTP API at RADIXGATE_GATEWAY_URL with the signed-in key. Both are read once per
+session into settings.DashboardSettings.
 
 The page scripts live in views/, not pages/: Streamlit treats a `pages/` folder beside
 the main script as a legacy multipage app, and a first visit to a page's URL (e.g. a
@@ -17,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import auth, controls
+from dashboard import settings as dashboard_settings
 
 VIEWS = Path(__file__).resolve().parent / "views"
 
@@ -36,6 +38,7 @@ def pages(viewer: auth.Viewer | None) -> list:
 
 
 st.set_page_config(page_title="radixgate", page_icon=":material/account_tree:", layout="wide", menu_items={})
+dashboard_settings.install()  # the pages read it through dashboard_settings.current()
 viewer = auth.current()
 navigation = st.navigation(pages(viewer))
 st.sidebar.caption("radixgate · prefix-cache hit rates")

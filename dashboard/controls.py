@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import auth, loaders
+from dashboard import settings as dashboard_settings
 
 WINDOWS = {
     "Last hour": timedelta(hours=1),
@@ -34,7 +35,7 @@ class Window:
 
 def require_database() -> str:
     """The DB URL, or an explanatory empty state and a stop when it cannot be read."""
-    url = loaders.db_url()
+    url = dashboard_settings.current().db_url
     problem = loaders.database_problem(url)
     if problem:
         st.info(problem, icon=":material/database:")

@@ -10,7 +10,6 @@ belongs to the gateway. A missing SQLite file is reported, never created.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 
@@ -25,19 +24,11 @@ from gateway.db import insight_queries
 from gateway.db import stats_queries
 from gateway.db import template_queries
 from gateway.doctor.diagnosis import diagnose
-from gateway.db.session import DEFAULT_DB_URL, make_engine, make_session_factory
+from gateway.db.session import make_engine, make_session_factory
 
 TTL_S = 60
 REQUIRED_TABLES = {"tenants", "request_log"}
 ENGINE_GAUGES = ("cached_tokens", "pinned_tokens", "evictable_tokens", "evictions")
-
-
-def db_url() -> str:
-    return os.environ.get("RADIXGATE_DB_URL", DEFAULT_DB_URL)
-
-
-def gateway_url() -> str | None:
-    return os.environ.get("RADIXGATE_GATEWAY_URL") or None
 
 
 def clear_caches() -> None:

@@ -1,10 +1,18 @@
-"""Shared test fixtures: paths to the shared workloads and the repository root."""
+"""Shared test fixtures: paths to the shared workloads and the repository root.
 
+The test session owns its process, as `radixgate serve` owns a server's: like serve, it tells
+litellm to read its bundled model cost map (gateway/cli/serve.py, LITELLM_ENV) before any test
+imports litellm, so no test reaches the network for it.
+"""
+
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.paths import REPO_ROOT, SHARED
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.fixture(scope="session")

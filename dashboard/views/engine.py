@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, controls, loaders
+from dashboard import settings as dashboard_settings
 
 LIVE_REFRESH_S = 5
 MAX_LIVE_SAMPLES = 720  # one hour at LIVE_REFRESH_S
@@ -37,7 +38,7 @@ if controls.scope() is not None:  # the engine's cache is shared by every tenant
     st.info("The Engine page is the operator's: sign in with the admin key.", icon=":material/lock:")
     st.stop()
 window = controls.pick_window()
-live_url = loaders.gateway_url()
+live_url = dashboard_settings.current().gateway_url
 if live_url:
     show_live_gauges(live_url)
 

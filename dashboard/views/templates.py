@@ -8,6 +8,7 @@ an operator sees each tenant's versions and labels read-only (authoring needs th
 import streamlit as st
 
 from dashboard import auth, charts, controls, loaders, studio
+from dashboard import settings as dashboard_settings
 from dashboard.client import GatewayClient, GatewayError
 
 NEW = "(new template)"
@@ -27,7 +28,7 @@ if viewer.is_operator:
     st.caption("Authoring happens in the tenant's own sign-in: every change goes through the API with its key.")
     st.stop()
 
-gateway_url = loaders.gateway_url()
+gateway_url = dashboard_settings.current().gateway_url
 if not gateway_url:
     st.info("The studio talks to the gateway's API: set RADIXGATE_GATEWAY_URL (`radixgate serve --with-dashboard` "
             "does).", icon=":material/link_off:")

@@ -19,6 +19,11 @@ from typing import Any
 import typer
 
 log = logging.getLogger("radixgate.serve")
+# litellm decides where its model cost map comes from once, while it is imported (its module-level
+# `model_cost = get_model_cost_map(url)`), from this variable alone: no argument or API selects the
+# bundled copy, and without it the first import fetches the map from GitHub. So the process owner
+# sets it before anything imports litellm; library code never touches the environment.
+LITELLM_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def register(app: typer.Typer) -> None:
@@ -55,6 +60,7 @@ def serve(
 ) -> None:
     """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
     migrate the database, load the model, then run uvicorn."""
+    use_local_litellm_cost_map()
     engine = {"policy": policy, "max_queue_wait_s": max_queue_wait_s, "host_tier_tokens": host_tier_tokens,
               "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name,
               "speculative_tokens": speculative_tokens}
@@ -92,6 +98,12 @@ def serve(
     finally:
         if dashboard_process is not None:
             stop_process(dashboard_process)
+
+
+def use_local_litellm_cost_map() -> None:
+    """LITELLM_ENV's defaults into this process's environment (a value already set wins)."""
+    for name, value in LITELLM_ENV.items():
+        os.environ.setdefault(name, value)
 
 
 def run_engine_on_main_thread(server, engine) -> None:

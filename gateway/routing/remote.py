@@ -20,7 +20,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any, AsyncIterator
 
@@ -40,8 +39,8 @@ LOAD_PATHS = {"radixgate": "/v1/load", "vllm": "/metrics", "sglang": "/metrics"}
 
 
 def import_litellm() -> Any:
-    """litellm, imported on first use with its model cost map read locally (no network at start)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """litellm, imported on first use. Its model cost map is read locally (no network at start) when the
+    process owner set LITELLM_LOCAL_MODEL_COST_MAP first: `radixgate serve` does (gateway/cli/serve.py)."""
     import litellm
 
     return litellm
