@@ -20,6 +20,10 @@ DASHBOARD_KEY_CHECK = {"gateway.tenants.service", "gateway.tenants.admin_keys", 
 # dashboard's doctor page may call it as it calls the query modules; the doctor's own imports are
 # held to gateway.db by test_doctor_reads_only_the_database_layer.
 DASHBOARD_DOCTOR = "gateway.doctor"
+# The gateway's engine settings take EngineConfig's fields and defaults at import (one source of truth);
+# engine.config imports only the standard library (test_engine_config_is_standard_library_only), so the
+# settings stay light where engine/__init__ would load torch into every command (migrations, --help).
+ENGINE_CONFIG_READERS = {"gateway/settings/engine.py": {"engine.config"}}
 NARRATION = re.compile(r"Xeon|EPYC|Sapphire Rapids|Ryzen|[0-9.]+ ?ms per (step|layer|token)|[0-9.]+x faster")
 
 
@@ -85,8 +89,16 @@ def test_engine_imports_nothing_from_gateway_dashboard_or_web_stack(path):
 
 @pytest.mark.parametrize("path", source_files("gateway") + source_files("dashboard"), ids=rel)
 def test_gateway_and_dashboard_use_the_engine_only_through_its_package(path):
-    internals = sorted(name for name in imported_modules(path) if name.startswith("engine."))
+    internals = sorted(name for name in imported_modules(path) if name.startswith("engine.")
+                       and name not in ENGINE_CONFIG_READERS.get(rel(path), set()))
     assert not internals, f"{rel(path)} reaches past engine/__init__: {internals}"
+
+
+def test_engine_config_is_standard_library_only():
+    import sys
+
+    roots = {name.split(".")[0] for name in imported_modules(REPO_ROOT / "engine" / "config.py")}
+    assert roots <= set(sys.stdlib_module_names) | {"__future__"}, roots
 
 
 @pytest.mark.parametrize("path", source_files("dashboard"), ids=rel)

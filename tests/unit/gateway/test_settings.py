@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import dataclasses
+
+from pydantic import ValidationError
+
+from engine.config import EngineConfig
 from gateway.settings import EngineSettings, Settings, read_config_file
 
 
@@ -76,7 +81,7 @@ def test_serve_flags_override_engine_settings_and_keep_the_rest_from_env(monkeyp
     monkeypatch.setenv("RADIXGATE_ENGINE__PAGE_SIZE", "32")
     settings = load_settings(model="tiny", engine={"policy": "lpm", "max_queue_wait_s": None})
     assert (settings.engine.model, settings.engine.policy, settings.engine.page_size) == ("tiny", "lpm", 32)
-    assert settings.engine.max_queue_wait_s is None
+    assert settings.engine.max_queue_wait_s == EngineConfig().max_queue_wait_s  # a flag left unset: the default
 
 
 def test_host_tier_settings_reach_the_engine_config():
@@ -99,3 +104,55 @@ def test_cache_dir_comes_from_either_environment_name_the_nested_one_first(monke
     assert Settings().engine.to_engine_config().cache_dir == "/tmp/short"
     monkeypatch.setenv("RADIXGATE_ENGINE__CACHE_DIR", "/tmp/nested")
     assert Settings().engine.to_engine_config().cache_dir == "/tmp/nested"
+
+
+def test_engine_settings_take_every_engine_field_with_its_default():
+    settings = EngineSettings()
+    for field in dataclasses.fields(EngineConfig):
+        assert getattr(settings, field.name) == getattr(EngineConfig(), field.name), field.name
+    assert settings.to_engine_config() == EngineConfig()
+
+
+def test_a_none_engine_value_means_the_engine_default():
+    assert EngineSettings(max_queue_wait_s=None, quantization=None).to_engine_config() == EngineConfig()
+
+
+@pytest.mark.parametrize("build", [
+    lambda tmp_path: EngineSettings(max_runing=4),
+    lambda tmp_path: Settings(engine={"max_runing": 4}),
+    lambda tmp_path: Settings(port_number=1),
+    lambda tmp_path: Settings(routing={"mdoe": "random"}),
+], ids=["engine-kwargs", "nested-kwargs", "top-level-kwargs", "routing-kwargs"])
+def test_an_unknown_key_in_kwargs_is_an_error_naming_it(tmp_path, build):
+    with pytest.raises(ValidationError, match="max_runing|port_number|mdoe"):
+        build(tmp_path)
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ('prot = 9001\n', "prot"),
+    ('[engine]\nmax_runing = 4\n', "max_runing"),
+    ('[limits]\nmax_tool = 4\n', "max_tool"),
+])
+def test_an_unknown_key_in_the_config_file_is_an_error_naming_it(tmp_path, text, key):
+    path = tmp_path / "radixgate.toml"
+    path.write_text(text)
+    with pytest.raises(ValidationError, match=key):
+        Settings(config_file=path)
+
+
+def test_an_unknown_nested_engine_variable_is_an_error_and_an_unknown_top_level_one_is_ignored(monkeypatch):
+    monkeypatch.setenv("RADIXGATE_SOMETHING_ELSE", "1")  # another tool's, or an old version's: ignored
+    assert Settings().port == 8000
+    monkeypatch.setenv("RADIXGATE_ENGINE__MAX_RUNING", "4")
+    with pytest.raises(ValidationError, match="max_runing"):
+        Settings()
+
+
+def test_a_dotenv_file_may_hold_other_programs_variables(tmp_path):
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=x\nRADIXGATE_SOMETHING_ELSE=1\nRADIXGATE_PORT=9003\n")
+    assert Settings().port == 9003
+
+
+def test_a_value_the_engine_rejects_fails_when_the_settings_are_built():
+    with pytest.raises(ValidationError, match="policy must be one of"):
+        Settings(engine={"policy": "fastest"})
