@@ -25,7 +25,6 @@ COMMITTED (in the index exactly once); refcount == holder_refs.sum(axis=0).
 
 from __future__ import annotations
 
-import heapq
 import os
 from dataclasses import dataclass, field
 
@@ -33,6 +32,7 @@ import numpy as np
 
 import engine.host_tier.holders as holders
 import engine.host_tier.index as index
+import engine.host_tier.slot_states as slot_states
 from engine.host_tier.layout import COMMITTED, FREE, RESERVED, attach_segments, create_segments, untrack_segments
 from engine.host_tier.lock import StoreLock
 
@@ -185,13 +185,14 @@ class HostPageStore:
                 for i in range(len(slots), len(pages)):
                     entry = pending.get(keys[i])  # a page two sequences of the batch share gets one slot
                     if entry is None:
-                        entry = pending[keys[i]] = [len(pending), ns, pages[i], keys[i], entry_parent(plan, slots)]
+                        entry = pending[keys[i]] = [len(pending), ns, pages[i], keys[i],
+                                                    slot_states.entry_parent(plan, slots)]
                     plan.append((i, entry))
                 plans.append(plan)
             num_new = len(pending)
             num_free = int(np.count_nonzero(layout.state == FREE))
             self._ref(held, 1)  # the batch's hold on existing prefixes: they cannot be evicted below
-            if num_new > num_free + self._num_evictable():
+            if num_new > num_free + slot_states.num_evictable(layout):
                 self._ref(held, -1)
                 return None
             if num_new > num_free:
@@ -203,42 +204,16 @@ class HostPageStore:
             entries = sorted(pending.values(), key=lambda e: e[0])
             for entry, slot in zip(entries, free):
                 entry.append(slot)
-            for entry in entries:
-                slot = entry[5]
-                parent = entry[4]
-                layout.state[slot] = RESERVED
-                layout.owner[slot] = self.holder
-                layout.key[slot] = entry[3]
-                layout.ns_hash[slot] = entry[1]
-                layout.tokens[slot] = entry[2]
-                layout.parent[slot] = parent if isinstance(parent, int) else parent[5]
-            writes = [[(i, entry[5]) for i, entry in plan] for plan in plans]
-            return Reservation(self.holder, self.generation, writes, held, [e[5] for e in entries])
+            slot_states.reserve(layout, self.holder, entries)
+            writes = [[(i, entry[slot_states.SLOT]) for i, entry in plan] for plan in plans]
+            return Reservation(self.holder, self.generation, writes, held, [e[slot_states.SLOT] for e in entries])
 
     def commit(self, reservation: Reservation) -> int:
         """Publish a reservation's written pages in the index; returns pages newly committed."""
         with self.lock:
             self._check_open(reservation)
-            layout = self.layout
-            now = self._tick()
-            remap, num_new = {}, 0
-            for slot in reservation.new:
-                parent = remap.get(int(layout.parent[slot]), int(layout.parent[slot]))
-                layout.parent[slot] = parent
-                existing = index.find(layout, int(layout.key[slot]), int(layout.ns_hash[slot]), parent,
-                                      layout.tokens[slot])
-                if existing >= 0:  # another process committed this page first: its slot wins
-                    remap[slot] = existing
-                    self._free_reserved(slot)
-                    continue
-                layout.state[slot] = COMMITTED
-                layout.owner[slot] = -1
-                layout.last_access[slot] = now
-                if parent >= 0:
-                    layout.children[parent] += 1
-                index.insert(layout, slot)
-                num_new += 1
-            layout.add_field("num_committed", num_new)
+            num_new = slot_states.commit(self.layout, reservation.new, self._tick())
+            self.layout.add_field("num_committed", num_new)
             self._close(reservation)
             return num_new
 
@@ -247,7 +222,7 @@ class HostPageStore:
         with self.lock:
             self._check_open(reservation)
             for slot in reservation.new:
-                self._free_reserved(slot)
+                slot_states.free(self.layout, slot)
             self._close(reservation)
 
     def _check_open(self, reservation: Reservation) -> None:
@@ -262,36 +237,12 @@ class HostPageStore:
         self._ref(reservation.held, -1)
         reservation.is_open = False
 
-    def _free_reserved(self, slot: int) -> None:
-        layout = self.layout
-        layout.state[slot] = FREE
-        layout.owner[slot] = -1
-        layout.parent[slot] = -1
-
     # ----- eviction -----
-    def _num_evictable(self) -> int:
-        layout = self.layout
-        return int(np.count_nonzero((layout.state == COMMITTED) & (layout.refcount == 0)))
-
     def evict(self, num_pages: int) -> int:
         """Free up to num_pages LRU unreferenced childless committed pages; returns pages freed."""
         with self.lock:
-            layout = self.layout
-            leaves = np.flatnonzero((layout.state == COMMITTED) & (layout.refcount == 0) & (layout.children == 0))
-            heap = list(zip(layout.last_access[leaves].tolist(), leaves.tolist()))
-            heapq.heapify(heap)
-            freed = 0
-            while freed < num_pages and heap:
-                _, slot = heapq.heappop(heap)
-                index.remove(layout, slot)
-                parent = int(layout.parent[slot])
-                self._free_reserved(slot)
-                freed += 1
-                if parent >= 0:
-                    layout.children[parent] -= 1
-                    if not layout.children[parent] and not layout.refcount[parent]:  # a parent that became a leaf
-                        heapq.heappush(heap, (int(layout.last_access[parent]), parent))
-            layout.add_field("num_evicted", freed)
+            freed = slot_states.evict(self.layout, num_pages)
+            self.layout.add_field("num_evicted", freed)
             return freed
 
     def sweep(self) -> int:
@@ -325,9 +276,3 @@ class HostPageStore:
                 "holders": int(np.count_nonzero(layout.holder_pid)),
             }
 
-
-def entry_parent(plan: list, slots: list[int]):
-    """Parent of the next new page: the previous new page's entry, else the last matched slot (or -1)."""
-    if plan:
-        return plan[-1][1]
-    return slots[-1] if slots else -1
