@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from gateway.db import insight_queries
 from gateway.db import stats_queries
 from gateway.db import template_queries
+from gateway.db.ttft_percentiles import ttft_percentiles
 from gateway.doctor.diagnosis import diagnose
 from gateway.db.session import make_engine, make_session_factory
 
@@ -115,7 +116,7 @@ def load_tenant_stats(url: str, tenant_id: int, since: datetime | None, until: d
     with session_factory(url)() as session:
         return {
             **stats_queries.totals(session, tenant_id, since, until),
-            **stats_queries.ttft_percentiles(session, tenant_id, since, until),
+            **ttft_percentiles(session, tenant_id, since, until),
             "lost_tokens_by_cause": stats_queries.lost_tokens_by_cause(session, tenant_id, since, until),
         }
 

@@ -2,6 +2,7 @@
 
     models, session, migrate      the SQLAlchemy models, engines and sessions, Alembic upgrades
     log_row, log_writer           request-log rows normalized, then written off the hot path in batches
+    log_insert, drop_counter      the writer's idempotent insert and retry test; dropped rows counted
     stats_queries                 hit rates, tokens, causes, errors and TTFT percentiles per tenant,
                                   template and time bucket: the stats API's and the dashboard's figures
     insight_queries               what the dashboard and the cache doctor read beyond those: tenants,

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 from gateway.db.hourly import split_window
 from gateway.db.models import DoctorHourly as D
 from gateway.db.models import RequestLog as R
-from gateway.db.stats_queries import window
+from gateway.db.rollup import window
 
 SUMS = ("requests", "prompt_tokens", "cached_tokens", "uncached_tokens", "raw_cached_tokens",
         "canonical_cached_tokens", "canonical_prompt_tokens", "eviction", "order", "cold", "shared",

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from gateway.db.hourly import split_window
 from gateway.db.models import EngineStatSnapshot, Pin, RequestLog, RequestLogTenantHourly as TH, Tenant
 from gateway.db.rollup import finish, rollup
-from gateway.db.stats_queries import aggregate, window
+from gateway.db.rollup import window
+from gateway.db.stats_queries import aggregate
 
 SERIES_GROUPS = {"tenant": "tenant_id", "template": "template"}
 """Series group name -> the stats dimension it groups by (gateway.db.rollup.dimension_columns)."""

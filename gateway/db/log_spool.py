@@ -17,7 +17,7 @@ Contract:
   the in-memory queue (it was full) or the process restarted.
 - `read_segment` yields each row id's LAST version (a row may be spooled twice: provisional,
   then complete), so a replay writes the most complete row.
-- Replaying is idempotent because inserts skip existing ids (log_writer.insert_ignoring_duplicates),
+- Replaying is idempotent because inserts skip existing ids (log_insert.insert_ignoring_duplicates),
   so a crash between a commit and the discard of its segment writes nothing twice.
 Not thread-safe: the LogWriter serializes `append`/`seal` under its lock.
 """

@@ -27,18 +27,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import insert
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-
+from gateway.db.drop_counter import DropCounter
+from gateway.db.log_insert import insert_ignoring_duplicates, is_transient
 from gateway.db.log_row import RowNormalizer
-from gateway.db.models import RequestLog
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -47,7 +42,6 @@ if TYPE_CHECKING:
     from gateway.insight.metrics import Metrics
 
 logger = logging.getLogger(__name__)
-DROP_LOG_INTERVAL_S = 10.0
 
 
 class LogWriter:
@@ -86,12 +80,9 @@ class LogWriter:
         self._stopping = threading.Event()
         self._aborting = threading.Event()
         self._thread: threading.Thread | None = None
-        self.num_dropped = 0
+        self._drops = DropCounter(logger, "request-log rows")
         self.num_written = 0
         self.num_retries = 0
-        self._num_dropped_unlogged = 0
-        self._last_drop_log = 0.0
-        self._last_drop_reason = ""
 
     @property
     def queue_depth(self) -> int:
@@ -131,7 +122,7 @@ class LogWriter:
             self._count_dropped(num_left, reason="writer stopped before they could be written")
         if self._spool is not None:
             self._spool.close()
-        self._flush_drop_log(force=True)
+        self._drops.flush_log(force=True)
         self._publish()
 
     def enqueue(self, row: dict) -> bool:
@@ -196,7 +187,7 @@ class LogWriter:
             if self._spool is not None:
                 self._tend_spool()
             self._publish()
-            self._flush_drop_log()
+            self._drops.flush_log()
             if self._stopping.is_set() and (not self._rows or self._aborting.is_set()):
                 return
 
@@ -288,42 +279,15 @@ class LogWriter:
             self.num_written += num_written
             self._committed_seq = max(self._committed_seq, max_seq)
 
-    def _count_dropped(self, num_rows: int, reason: str) -> None:
-        with self._lock:
-            self.num_dropped += num_rows
-            self._num_dropped_unlogged += num_rows
-            self._last_drop_reason = reason
-        self._flush_drop_log()
-        self._publish()
+    @property
+    def num_dropped(self) -> int:
+        return self._drops.num_dropped
 
-    def _flush_drop_log(self, force: bool = False) -> None:
-        now = time.monotonic()
-        with self._lock:
-            num_rows = self._num_dropped_unlogged
-            if not num_rows or (not force and now - self._last_drop_log < DROP_LOG_INTERVAL_S):
-                return
-            self._num_dropped_unlogged = 0
-            self._last_drop_log = now
-            reason = self._last_drop_reason
-        logger.warning("dropped %d request-log rows (%d in total; last reason: %s)", num_rows, self.num_dropped, reason)
+    def _count_dropped(self, num_rows: int, reason: str) -> None:
+        self._drops.count(num_rows, reason)
+        self._publish()
 
     def _publish(self) -> None:
         if self._metrics is not None:
             self._metrics.set_log_queue(self.queue_depth, self.num_dropped)
 
-
-def insert_ignoring_duplicates(dialect_name: str):
-    """INSERT into request_log that skips rows whose id already exists (idempotent retries)."""
-    table = RequestLog.__table__
-    if dialect_name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing(index_elements=["id"])
-    if dialect_name == "sqlite":
-        return sqlite.insert(table).on_conflict_do_nothing(index_elements=["id"])
-    return insert(table)
-
-
-def is_transient(exc: Exception) -> bool:
-    """Database unavailable, locked, connection lost or no pooled connection in time: worth retrying."""
-    if isinstance(exc, (OperationalError, InterfaceError, PoolTimeoutError)):
-        return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)

@@ -1,5 +1,6 @@
-"""Building blocks of the stats queries: the SQL sums, the grouping dimensions (including portable
-UTC hour/day buckets), and the Python roll-up of grouped sums into coarser groups and rates."""
+"""Building blocks of the stats queries: the window's WHERE conditions, the SQL sums, the grouping
+dimensions (including portable UTC hour/day buckets), and the Python roll-up of grouped sums into
+coarser groups and rates."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from gateway.db.models import RequestLog as R
 from gateway.db.models import RequestLogHourly as H
 
 BUCKETS = ("hour", "day")
+
+
+def window(tenant_id: int | None, since: datetime | None, until: datetime | None,
+           tenant_column=R.tenant_id, time_column=R.created_at) -> list:
+    """WHERE conditions of a tenant (None: all) and [since, until) over request-log rows, or over a
+    roll-up's tenant and hour columns."""
+    conditions = []
+    if tenant_id is not None:
+        conditions.append(tenant_column == tenant_id)
+    if since is not None:
+        conditions.append(time_column >= since)
+    if until is not None:
+        conditions.append(time_column < until)
+    return conditions
 
 
 def sum_columns() -> list:

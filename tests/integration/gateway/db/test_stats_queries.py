@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import event, insert, select
 
 from gateway.db import RequestLog, Tenant, make_engine, make_session_factory, migrate, stats_queries as queries
+from gateway.db import ttft_percentiles as percentiles
 from gateway.db.percentile import percentile_cont
 from gateway.db.rollup import dimension_columns, sum_columns
 
@@ -99,13 +100,13 @@ def test_tenant_stats_totals_and_percentiles_match_the_reference(seeded):
 @pytest.mark.parametrize("fetch_max_values", [0, 10**9], ids=["rank-walk", "fetch-and-sort"])
 def test_ttft_percentiles_are_exact_whichever_way_they_are_computed(seeded, monkeypatch, fetch_max_values):
     session, rows = seeded
-    monkeypatch.setattr(queries, "FETCH_MAX_VALUES", fetch_max_values)
+    monkeypatch.setattr(percentiles, "FETCH_MAX_VALUES", fetch_max_values)
     since, until = T0 + timedelta(hours=7, minutes=13), T0 + timedelta(days=1, hours=20)
     for tenant_id in (1, 2):
         expected = reference(in_window(rows, tenant_id, since, until))
-        got = queries.ttft_percentiles(session, tenant_id, since, until)
+        got = percentiles.ttft_percentiles(session, tenant_id, since, until)
         assert got == {k: pytest.approx(expected[k]) for k in ("ttft_p50_ms", "ttft_p95_ms")}
-    by_tenant = queries.ttft_percentiles_by_tenant(session, since, until)
+    by_tenant = percentiles.ttft_percentiles_by_tenant(session, since, until)
     assert by_tenant[2]["ttft_p95_ms"] == pytest.approx(reference(in_window(rows, 2, since, until))["ttft_p95_ms"])
 
 
@@ -261,7 +262,7 @@ def test_migrating_a_populated_log_backfills_the_tenant_hour_rollup(db_url):  # 
 
 
 def test_a_row_the_log_writer_retries_is_rolled_up_once(migrated_url):  # noqa: F811
-    from gateway.db.log_writer import insert_ignoring_duplicates
+    from gateway.db.log_insert import insert_ignoring_duplicates
 
     engine = make_engine(migrated_url)
     factory = make_session_factory(engine)
@@ -279,5 +280,5 @@ def test_unbounded_percentiles_walk_the_index_and_stay_exact(seeded):
     session, rows = seeded
     for tenant_id in (1, 2):
         expected = reference(in_window(rows, tenant_id))
-        got = queries.ttft_percentiles_by_tenant(session, None, None)[tenant_id]
+        got = percentiles.ttft_percentiles_by_tenant(session, None, None)[tenant_id]
         assert got == {k: pytest.approx(expected[k]) for k in ("ttft_p50_ms", "ttft_p95_ms")}
