@@ -30,6 +30,7 @@ from engine.commands import AbortRequest, AddRequest, CallOnStepThread, Wake
 from engine.config import EngineConfig
 from engine.engine_core import EngineCore
 from engine.errors import EngineOverloadedError, PromptTooLongError
+from engine.output_streams import AsyncOutputs, FinalOutput
 from engine.sampling_params import RequestOutput, SamplingParams
 
 logger = logging.getLogger(__name__)
@@ -194,47 +195,19 @@ class Engine:
         Leaving the iteration early (client gone, task cancelled) aborts the request. `scheduling`:
         submit's fairness_key, weight and queue_timeout_s.
         """
-        loop = asyncio.get_running_loop()
-        outputs: asyncio.Queue = asyncio.Queue()
-
-        def emit(output: RequestOutput) -> None:
-            try:
-                loop.call_soon_threadsafe(outputs.put_nowait, output)
-            except RuntimeError:  # the caller's loop is closed: nobody is listening
-                self.abort(output.request_id)
-
-        request_id = self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id, **scheduling)
-        return self._stream(outputs, request_id)
-
-    async def _stream(self, outputs: asyncio.Queue, request_id: str) -> AsyncIterator[RequestOutput]:
-        is_done = False
-        try:
-            while not is_done:
-                output = await outputs.get()
-                is_done = output.is_finished
-                if output.error is not None:
-                    raise output.error
-                yield output
-        finally:
-            if not is_done:
-                self.abort(request_id)
+        outputs = AsyncOutputs(self.abort)
+        request_id = self.submit(token_ids, params, outputs.emit, namespace=namespace, request_id=request_id,
+                                 **scheduling)
+        return outputs.stream(request_id)
 
     def generate_sync(
         self, token_ids: list[int], params: SamplingParams | None = None, namespace: str | None = None,
         request_id: str | None = None, timeout: float | None = None, **scheduling,
     ) -> RequestOutput:
         """Block until the request finishes; the final output has output_token_ids, output_text and usage."""
-        future: Future = Future()
-
-        def emit(output: RequestOutput) -> None:
-            if output.is_finished:
-                future.set_result(output)
-
-        self.submit(token_ids, params, emit, namespace=namespace, request_id=request_id, **scheduling)
-        output = future.result(timeout)
-        if output.error is not None:
-            raise output.error
-        return output
+        final = FinalOutput()
+        self.submit(token_ids, params, final.emit, namespace=namespace, request_id=request_id, **scheduling)
+        return final.result(timeout)
 
     def abort(self, request_id: str) -> None:
         """Abort a request wherever it is; everything it held goes back. Unknown ids are ignored."""
