@@ -101,6 +101,7 @@ def from_exception(exc: Exception) -> ApiError:
                         QuotaExceededError)
     from gateway.prompt_templates import TemplateError, TemplateNotFound
     from gateway.routing.base import BackendStreamError, BackendUnavailableError
+    from gateway.routing.remote import BackendRejectedError
 
     if isinstance(exc, ApiError):
         return exc
@@ -121,6 +122,8 @@ def from_exception(exc: Exception) -> ApiError:
         return bad_request(f"Unknown template: {exc.args[0] if exc.args else exc}", "template", "template_not_found")
     if isinstance(exc, TemplateError):
         return bad_request(f"Template error: {exc}", "template", "template_error")
+    if isinstance(exc, BackendRejectedError):  # its message is ours (routing/remote.py), never upstream text
+        return bad_request(str(exc), None, "backend_rejected")
     if isinstance(exc, BackendUnavailableError):  # its message is ours (routing/base.py), never upstream text
         return service_unavailable(f"No backend could take the request: {exc}")
     if is_database_unavailable(exc):

@@ -13,7 +13,7 @@ Invariants:
 - A failure before the first output (connection refused, timeout, 5xx, 429, an error event or a
   dropped connection mid-stream) raises BackendUnavailableError and marks the backend down
   (routing/health.py), so the router can fail over; after the first output it raises
-  BackendStreamError. A 4xx answer is the client's error and surfaces as a 400. Messages the
+  BackendStreamError. A 4xx answer is the client's error: BackendRejectedError, a 400. Messages the
   client sees are our own: no upstream name, URL or text (those go to the server log).
 """
 
@@ -23,7 +23,6 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from gateway.errors import bad_request
 from gateway.routing.base import (
     BackendChunk, BackendStreamError, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt,
 )
@@ -36,6 +35,11 @@ DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 HEALTH_PATHS = {"radixgate": "/healthz"}
 LOAD_PATHS = {"radixgate": "/v1/load", "vllm": "/metrics", "sglang": "/metrics"}
+
+
+class BackendRejectedError(Exception):
+    """The remote answered 4xx: the request's parameters are the client's error (a 400, code
+    backend_rejected, gateway/errors.py). Its message is ours, never upstream text."""
 
 
 def import_litellm() -> Any:
@@ -211,7 +215,7 @@ class RemoteBackend:
             return await litellm.acompletion(**self.request_kwargs(prompt, params, namespace))
         except litellm.BadRequestError as exc:
             log.info("remote %s rejected a request: %s", self.name, exc)
-            raise bad_request("The model backend rejected the request's parameters.", None, "backend_rejected") from exc
+            raise BackendRejectedError("The model backend rejected the request's parameters.") from exc
         except (litellm.AuthenticationError, litellm.NotFoundError, litellm.PermissionDeniedError) as exc:
             self.mark_unhealthy(f"refused the gateway: {type(exc).__name__}")
             log.warning("remote %s refused the gateway: %s", self.name, exc)

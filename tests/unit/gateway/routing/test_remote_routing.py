@@ -17,9 +17,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.bench.server import free_port
-from gateway.errors import ApiError
+from gateway.errors import from_exception
 from gateway.routing.base import BackendUnavailableError, GenerationParams, PreparedPrompt, cache_namespace
-from gateway.routing.remote import RemoteBackend
+from gateway.routing.remote import BackendRejectedError, RemoteBackend
 from gateway.routing.salt import CacheSalter
 from gateway.routing.router import FailoverBackend, Router
 
@@ -128,9 +128,10 @@ async def collect_in(backend, namespace: str, params: GenerationParams):
 def test_remote_client_errors_are_400_and_do_not_mark_it_unhealthy(remote):
     url, _ = remote
     backend = RemoteBackend("r", "tiny", url)
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BackendRejectedError) as caught:
         asyncio.run(collect(backend, GenerationParams(max_tokens=5000)))
-    assert caught.value.status_code == 400 and backend.is_healthy()
+    api_error = from_exception(caught.value)
+    assert (api_error.status_code, api_error.code) == (400, "backend_rejected") and backend.is_healthy()
 
 
 def test_unreachable_remote_is_unavailable_and_cools_down():
