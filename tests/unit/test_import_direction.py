@@ -1,8 +1,8 @@
 """Imports run one way (STYLE.md): gateway -> engine (through engine/__init__ only),
 dashboard -> gateway.db (plus the key check of gateway.tenants, so a dashboard sign-in hashes
 and looks keys up exactly as the gateway does, and the cache doctor, whose diagnosis the doctor
-page shows); the engine imports no web, database or gateway code; and no package imports itself
-in a circle."""
+page shows); the engine imports no web, database or gateway code; no module imports itself in a
+circle, and neither does a folder (a sub-package of engine/ or gateway/)."""
 
 import ast
 import re
@@ -152,6 +152,44 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_module_imports_itself_in_a_circle():
     assert find_cycle(import_graph()) is None
+
+
+FOLDER_PACKAGES = ("engine", "gateway")
+
+
+def folder_of(path: Path) -> str:
+    """The folder node of a module: its sub-package under the top package (engine/kernels/cpu/native.py ->
+    engine.kernels, nested folders included), or, for a module at the top package's root (app wiring,
+    shared types: gateway/errors.py, engine/runner.py), the module itself."""
+    parts = path.relative_to(REPO_ROOT).parts
+    return ".".join(parts[:2]) if len(parts) >= 3 else module_name(path)
+
+
+def folder_graph() -> dict[str, dict[str, list[str]]]:
+    """folder -> {folder it imports: the module imports that make the edge}; imports inside one folder and
+    under `if TYPE_CHECKING:` are not edges, imports inside functions are."""
+    paths = {module_name(p): p for package in FOLDER_PACKAGES for p in source_files(package)}
+    graph: dict[str, dict[str, list[str]]] = {folder_of(p): {} for p in paths.values()}
+    for name, path in paths.items():
+        for imported in imported_modules(path):
+            if imported in paths and folder_of(paths[imported]) != folder_of(path):
+                graph[folder_of(path)].setdefault(folder_of(paths[imported]), []).append(f"{name} -> {imported}")
+    return graph
+
+
+def test_no_import_cycle_between_folders():
+    """Sub-packages of engine/ and gateway/ (and their root modules) import one another one way only."""
+    graph = folder_graph()
+    cycle = find_cycle({folder: set(edges) for folder, edges in graph.items()})
+    assert cycle is None, "folders import each other in a circle: " + "; ".join(
+        f"{a} -> {b} ({', '.join(graph[a][b][:2])})" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_folder_of_groups_nested_folders_and_keeps_root_modules_apart():
+    assert folder_of(REPO_ROOT / "engine" / "kernels" / "cpu" / "native.py") == "engine.kernels"
+    assert folder_of(REPO_ROOT / "gateway" / "db" / "models" / "__init__.py") == "gateway.db"
+    assert folder_of(REPO_ROOT / "gateway" / "errors.py") == "gateway.errors"
+    assert folder_of(REPO_ROOT / "engine" / "__init__.py") == "engine"
 
 
 def test_find_cycle_reports_a_circle_and_accepts_a_tree():
