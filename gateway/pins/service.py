@@ -33,7 +33,7 @@ from sqlalchemy import func, select
 from gateway.db.models import Pin, Tenant
 from gateway.db.session import session_scope
 from gateway.prompt_templates import labels
-from gateway.routing.base import cache_namespace
+from gateway.tenants.isolation import cache_namespace
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -99,8 +99,6 @@ class PinBook:
 
 
 def pin_book(gw: GatewayState) -> PinBook:
-    if gw.pins is None:
-        gw.pins = PinBook()
     return gw.pins
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from engine import QuotaExceededError
 from gateway.canonicalize.surrogates import scrub_surrogates
-from gateway.chat.request_limits import check_count, check_strings
+from gateway.generation.request_limits import check_count, check_strings
 from gateway.db.models import Pin
 from gateway.deps import SessionDep, StateDep, TenantDep
 from gateway.errors import bad_request, conflict, from_exception, not_found
@@ -63,9 +63,9 @@ def check_pin_limits(body: PinCreate, limits) -> None:
     """ttl_seconds within limits.max_pin_ttl_s, at most max_tools/max_documents, every string within max_field_chars."""
     if body.ttl_seconds is not None and body.ttl_seconds > limits.max_pin_ttl_s:
         raise bad_request(f"ttl_seconds may be at most {limits.max_pin_ttl_s}.", "ttl_seconds", "invalid_ttl")
-    check_count("tools", len(body.tools or ()), limits.max_tools)
-    check_count("context", len(body.context or ()), limits.max_documents)
-    check_strings(body.model_dump(mode="json"), limits.max_field_chars, "")
+    check_count(("tools",), len(body.tools or ()), limits.max_tools)
+    check_count(("context",), len(body.context or ()), limits.max_documents)
+    check_strings(body.model_dump(mode="json"), limits.max_field_chars, ())
 
 
 @router.post("", status_code=201, response_model=PinOut)

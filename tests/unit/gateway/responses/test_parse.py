@@ -1,15 +1,16 @@
-"""A Responses request as the internal chat request, and a chained turn's prompt extending the previous one."""
+"""A Responses request as the internal GenerationRequest, its field names, and a chained turn's prompt extending the previous one."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.chat.prepare import prepare_request
 from gateway.errors import ApiError
+from gateway.generation.prepare import output_spec, prepare_request
+from gateway.generation.request import OutputFormat, ToolChoice
 from gateway.responses.items import normalize_input, output_items
+from gateway.responses.parse import generation_request, responses_param
 from gateway.responses.schemas import ResponsesRequest
-from gateway.responses.service import responses_param
-from gateway.responses.to_chat import to_chat_request
+from gateway.generation.result import ToolCall
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Current weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -18,26 +19,29 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "require
 
 def chat_of(**fields):
     body = ResponsesRequest.model_validate({"model": "default", **fields})
-    return to_chat_request(body, normalize_input(body.input))
+    return generation_request(body, normalize_input(body.input), chain_key="response-chain:resp_1")
 
 
-def test_instructions_input_tools_and_sampling_map_onto_the_chat_request():
-    chat = chat_of(instructions="Be brief.", input="Weather in Paris?", tools=[WEATHER],
-                   tool_choice={"type": "function", "name": "get_weather"}, max_output_tokens=9, temperature=0,
-                   top_p=0.5, prompt_cache_key="k", safety_identifier="u1", template="agent", canonicalize=True)
-    assert [(m.role, m.content) for m in chat.messages] == [("system", "Be brief."), ("user", "Weather in Paris?")]
-    assert chat.tools == [{"type": "function", "function": {k: WEATHER[k] for k in ("name", "description", "parameters")}}]
-    assert chat.tool_choice == {"type": "function", "function": {"name": "get_weather"}}
-    assert (chat.max_completion_tokens, chat.temperature, chat.top_p) == (9, 0, 0.5)
-    assert (chat.prompt_cache_key, chat.user, chat.template) == ("k", "u1", "agent")
+def test_instructions_input_tools_and_sampling_map_onto_the_internal_request():
+    request = chat_of(instructions="Be brief.", input="Weather in Paris?", tools=[WEATHER],
+                      tool_choice={"type": "function", "name": "get_weather"}, max_output_tokens=9, temperature=0,
+                      top_p=0.5, prompt_cache_key="k", safety_identifier="u1", template="agent", canonicalize=True,
+                      context=[{"id": "d1", "text": "Paris is sunny."}])
+    assert [(m["role"], m["content"]) for m in request.messages] == [("system", "Be brief."), ("user", "Weather in Paris?")]
+    assert request.tools == ({"type": "function", "function": {k: WEATHER[k] for k in ("name", "description", "parameters")}},)
+    assert request.tool_choice == ToolChoice("function", "get_weather")
+    sampling = request.sampling
+    assert (sampling.max_tokens, sampling.temperature, sampling.top_p) == (9, 0, 0.5)
+    assert (request.route_key, request.user, request.template) == ("k", "u1", "agent")
+    assert request.context == ({"id": "d1", "text": "Paris is sunny."},)
+    assert chat_of(input="x").route_key == "response-chain:resp_1"  # no cache key: the conversation routes
 
 
-def test_text_format_becomes_response_format():
-    chat = chat_of(input="x", text={"format": {"type": "json_schema", "name": "city", "schema": SCHEMA, "strict": True}})
-    assert chat.response_format == {
-        "type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMA, "strict": True}}
-    assert chat_of(input="x", text={"format": {"type": "json_object"}}).response_format == {"type": "json_object"}
-    assert chat_of(input="x", text={"format": {"type": "text"}}).response_format is None
+def test_text_format_becomes_the_output_format():
+    request = chat_of(input="x", text={"format": {"type": "json_schema", "name": "city", "schema": SCHEMA, "strict": True}})
+    assert request.output == OutputFormat("json_schema", "city", SCHEMA, True)
+    assert chat_of(input="x", text={"format": {"type": "json_object"}}).output == OutputFormat("json_object")
+    assert chat_of(input="x", text={"format": {"type": "text"}}).output is None
 
 
 @pytest.mark.parametrize(("fields", "param"), [
@@ -51,6 +55,7 @@ def test_text_format_becomes_response_format():
     ({"truncation": "auto"}, "truncation"),
     ({"reasoning": {"effort": "high"}}, "reasoning"),
     ({"include": ["message.output_text.logprobs"]}, "include"),
+    ({"context": "not a list"}, "context"),
 ])
 def test_what_radixgate_cannot_honour_is_a_400_naming_the_field(fields, param):
     with pytest.raises(ApiError) as caught:
@@ -65,13 +70,13 @@ def test_a_request_without_any_input_is_a_400():
 
 
 def prompt_ids(registry, tokenizer, body: ResponsesRequest, items: list[dict]) -> tuple[int, ...]:
-    prepared = prepare_request(to_chat_request(body, items), templates=registry, tokenizer=tokenizer,
+    prepared = prepare_request(generation_request(body, items, chain_key="c"), templates=registry, tokenizer=tokenizer,
                                model_id="m", max_context=8192, default_max_tokens=16)
     return prepared.prompt.token_ids
 
 
 def call(call_id: str, city: str) -> list[dict]:
-    return output_items("", [{"id": call_id, "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'}}])
+    return output_items("", [ToolCall(call_id, "get_weather", f'{{"city": "{city}"}}')])
 
 
 def result(call_id: str) -> list[dict]:
@@ -98,14 +103,24 @@ def test_a_chained_turn_prompt_starts_with_the_whole_previous_prompt(registry, s
         items, previous = [*items, *output], ids
 
 
-@pytest.mark.parametrize(("chat_param", "param"), [
-    ("response_format.json_schema.schema", "text.format.schema"),
-    ("response_format.json_schema", "text.format"),
-    ("tools[2].function.parameters", "tools[2].parameters"),
-    ("max_completion_tokens", "max_output_tokens"),
-    ("messages", "input"),
-    ("tool_choice", "tool_choice"),
-    (None, None),
+@pytest.mark.parametrize(("field", "param"), [
+    (("output", "schema"), "text.format.schema"),
+    (("output",), "text.format"),
+    (("tools", 2, "parameters"), "tools[2].parameters"),
+    (("max_tokens",), "max_output_tokens"),
+    (("messages",), "input"),
+    (("messages", 3, "content"), "input"),
+    (("tool_choice",), "tool_choice"),
 ])
-def test_chat_path_errors_name_the_responses_field(chat_param, param):
-    assert responses_param(chat_param) == param
+def test_internal_fields_are_named_as_the_responses_api_spells_them(field, param):
+    assert responses_param(field) == param
+
+
+def test_an_error_on_the_shared_path_names_the_responses_field_in_param_and_message():
+    bad = {**WEATHER, "parameters": {"type": "frob"}}
+    request = chat_of(input="x", tools=[WEATHER, bad])
+    with pytest.raises(ApiError) as caught:
+        output_spec(request)
+    error = caught.value.name_field(request.names)
+    assert error.param == "tools[1].parameters" and error.message.startswith("tools[1].parameters is not a valid")
+    assert "function" not in error.message

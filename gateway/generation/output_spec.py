@@ -1,20 +1,18 @@
-"""OutputSpec: what a request's answer must look like, from its wire fields, for either wire format.
+"""OutputSpec: what a request's answer must look like, from its output constraint and tool fields.
 
-    spec = build_output_spec(response_format=..., tools=..., tool_choice=..., parallel_tool_calls=...)
+    spec = build_output_spec(output=..., tools=..., tool_choice=..., parallel_tool_calls=...)
 
-Chat completions pass their body fields as they are; the Responses API converts
-`text.format` and its flat function tools to these chat shapes first, so both
-wire formats get the same grammar, the same forced prefix and the same 400s.
+Every wire format parses its own fields into OutputFormat / ToolChoice (gateway/routing/backend.py),
+so all of them get the same grammar, the same forced prefix and the same 400s:
 
-  * response_format {"type": "json_object"} / {"type": "json_schema", "json_schema":
-    {"name", "schema", "strict"}}: the answer is one JSON value (valid under the schema);
-  * tool_choice "required" or {"type": "function", "function": {"name"}}: the answer is a
-    call (named: to that tool, exactly one) with arguments valid under the tool's
-    `parameters`; the prompt ends with the template's `<tool_call>` opening, the grammar
-    does the rest. parallel_tool_calls true: one or more calls; false or unset: exactly one
-    (OpenAI's default is true, but a small model under a "one or more" grammar tends to repeat its
-    call until max_tokens cuts the last one, so several calls must be asked for);
-  * tool_choice "auto" (or absent, with tools): free text, but an answer that starts a
+  * OutputFormat json_object / json_schema: the answer is one JSON value (valid under the schema);
+  * ToolChoice "required" or "function" (a name): the answer is a call (named: to that tool,
+    exactly one) with arguments valid under the tool's `parameters`; the prompt ends with the
+    template's `<tool_call>` opening, the grammar does the rest. parallel_tool_calls true: one or
+    more calls; false or unset: exactly one (OpenAI's default is true, but a small model under a
+    "one or more" grammar tends to repeat its call until max_tokens cuts the last one, so several
+    calls must be asked for);
+  * ToolChoice "auto" (or None, with tools): free text, but an answer that starts a
     `<tool_call>` is completed under the grammar (a lazy grammar, engine.grammar.spec).
 
 Schemas are closed before they become grammars: an object schema that lists
@@ -22,7 +20,8 @@ Schemas are closed before they become grammars: an object schema that lists
 strict mode does). An answer valid under the closed schema is valid under the
 client's, and a small model cannot fill its arguments with echoes of the schema.
 
-Every refusal is an ApiError 400 naming the offending field.
+Every refusal is an ApiError 400 about an internal field (errors.field_error), named by the
+caller's wire format.
 """
 
 from __future__ import annotations
@@ -31,8 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import Grammar, ToolSpec
-from gateway.chat.tool_calls import OPEN_TAG, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from gateway.errors import bad_request
+from gateway.errors import FieldPath, field_error
+from gateway.generation.tool_calls import OPEN_TAG, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from gateway.routing.backend import OutputFormat, ToolChoice
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,12 @@ class OutputSpec:
 
 
 def build_output_spec(
-    *, response_format: dict | None, tools: list[dict] | None, tool_choice: Any, parallel_tool_calls: bool | None
+    *, output: OutputFormat | None, tools: tuple[dict, ...], tool_choice: ToolChoice | None,
+    parallel_tool_calls: bool | None,
 ) -> OutputSpec:
-    """The OutputSpec of a request's structured-output and tool fields (chat-completions shapes)."""
-    answer_schema = json_answer_schema(response_format)
-    specs = tool_specs(tools or [])
+    """The OutputSpec of a request's output constraint and tools (tools in the chat template's form)."""
+    answer_schema = json_answer_schema(output)
+    specs = tool_specs(tools)
     choice = normalize_tool_choice(tool_choice, specs)
     allow_parallel = parallel_tool_calls is True  # unset: one call (see the module docstring)
     if choice == "none" or not specs:
@@ -67,67 +68,53 @@ def build_output_spec(
     return OutputSpec(grammar=grammar, assistant_prefix=TOOL_CALL_OPEN, is_tool_call_forced=True)
 
 
-def json_answer_schema(response_format: dict | None) -> dict | None:
+def json_answer_schema(output: OutputFormat | None) -> dict | None:
     """The schema the answer must satisfy ({"type": "object"} for json_object), or None for free text."""
-    if response_format is None:
+    if output is None:
         return None
-    if not isinstance(response_format, dict):
-        raise bad_request("response_format must be an object.", "response_format")
-    kind = response_format.get("type")
-    if kind == "text":
-        return None
-    if kind == "json_object":
+    if output.kind == "json_object":
         return {"type": "object"}
-    if kind != "json_schema":
-        raise bad_request(f"response_format.type {kind!r} is not supported: use 'text', 'json_object' or "
-                          "'json_schema'.", "response_format.type")
-    spec = response_format.get("json_schema")
-    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
-        raise bad_request("response_format.json_schema must be an object with a non-empty 'name'.",
-                          "response_format.json_schema")
-    schema = spec.get("schema", {"type": "object"})
-    check_schema(schema, "response_format.json_schema.schema")
+    schema = {"type": "object"} if output.schema is None else output.schema
+    check_schema(schema, ("output", "schema"))
     return schema
 
 
-def tool_specs(tools: list[dict]) -> list[ToolSpec]:
+def tool_specs(tools: tuple[dict, ...]) -> list[ToolSpec]:
     specs = []
     for index, tool in enumerate(tools):
         function = tool.get("function") or {}
         parameters = function.get("parameters")
         if parameters is not None:
-            check_schema(parameters, f"tools[{index}].function.parameters")
+            check_schema(parameters, ("tools", index, "parameters"))
         specs.append(ToolSpec(function.get("name"), close_objects(parameters) if parameters is not None else None))
     return specs
 
 
-def normalize_tool_choice(tool_choice: Any, specs: list[ToolSpec]) -> str:
+def normalize_tool_choice(tool_choice: ToolChoice | None, specs: list[ToolSpec]) -> str:
     """"none", "auto", "required", or the name of the one function the answer must call."""
     if tool_choice is None:
         return "auto"
-    if tool_choice in ("none", "auto", "required"):
-        if tool_choice == "required" and not specs:
-            raise bad_request("tool_choice 'required' needs at least one tool in tools.", "tool_choice")
-        return tool_choice
-    name = (tool_choice.get("function") or {}).get("name") if isinstance(tool_choice, dict) else None
-    if not isinstance(name, str) or not name:
-        raise bad_request("tool_choice must be 'none', 'auto', 'required' or "
-                          "{'type': 'function', 'function': {'name': ...}}.", "tool_choice")
-    if name not in {spec.name for spec in specs}:
-        raise bad_request(f"tool_choice names {name!r}, which is not in tools.", "tool_choice", "unknown_tool")
-    return name
+    if tool_choice.mode == "required" and not specs:
+        raise field_error(("tool_choice",), lambda p: f"{p} 'required' needs at least one tool in tools.")
+    if tool_choice.mode != "function":
+        return tool_choice.mode
+    if tool_choice.name not in {spec.name for spec in specs}:
+        name = tool_choice.name
+        raise field_error(("tool_choice",), lambda p: f"{p} names {name!r}, which is not in tools.", "unknown_tool")
+    return tool_choice.name
 
 
-def check_schema(schema: Any, param: str) -> None:
+def check_schema(schema: Any, field: FieldPath) -> None:
     """400 unless `schema` is a valid JSON Schema (the compiler may still refuse features it lacks)."""
     import jsonschema
 
     if not isinstance(schema, dict):
-        raise bad_request(f"{param} must be a JSON Schema object.", param, "invalid_schema")
+        raise field_error(field, lambda p: f"{p} must be a JSON Schema object.", "invalid_schema")
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise bad_request(f"{param} is not a valid JSON Schema: {exc.message}", param, "invalid_schema") from exc
+        detail = exc.message
+        raise field_error(field, lambda p: f"{p} is not a valid JSON Schema: {detail}", "invalid_schema") from exc
 
 
 SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")

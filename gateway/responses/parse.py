@@ -1,28 +1,26 @@
-"""A Responses request as the internal chat request: one request path, two wire formats.
+"""A Responses request as the internal GenerationRequest, and how this wire format names its fields.
 
-    chat_body = to_chat_request(body, items)    # items: the resolved conversation (previous turns + this input)
+    request = generation_request(body, items, chain_key)   # items: the resolved conversation (previous turns + this input)
 
-The chat request carries everything generation depends on: `instructions` as
-the leading system message, the items as messages (gateway/responses/items.py),
-function tools and tool_choice in chat's shape, `text.format` as
-`response_format`, max_output_tokens, temperature/top_p, user, prompt_cache_key
-and radixgate's extras (template, context, canonicalize). From there the chat
-path (canonicalizer, templates, pins, routing, request log, stats, tenant
-limits) serves it unchanged.
+`instructions` becomes the leading system message, the items become messages
+(gateway/responses/items.py), function tools the chat template's tool form, `text.format` an
+OutputFormat, `tool_choice` a ToolChoice; max_output_tokens, temperature/top_p, user,
+prompt_cache_key (else the conversation's chain) and radixgate's extras (template, context,
+canonicalize) carry over. From there the one request path (canonicalizer, templates, pins,
+routing, request log, stats, tenant limits) serves it; nothing builds a chat request.
 
-Fields that would change the answer and that radixgate cannot honour are a 400
-naming the field, never a silent drop.
+Fields that would change the answer and that radixgate cannot honour are a 400 naming the
+field, never a silent drop.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from gateway.chat.schemas import ChatCompletionRequest
-from gateway.errors import bad_request
+from gateway.errors import FieldPath, bad_request, format_path
+from gateway.generation.extras import RadixgateExtras
+from gateway.generation.request import GenerationRequest, OutputFormat, Sampling, ToolChoice
 from gateway.responses.items import items_to_messages
 
 if TYPE_CHECKING:
@@ -30,38 +28,50 @@ if TYPE_CHECKING:
 
 SCHEMA_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TOOL_CHOICE_MODES = ("none", "auto", "required")
-CHAT_EXTRAS = ("template", "context", "canonicalize")
 
 
-def to_chat_request(body: ResponsesRequest, items: list[dict]) -> ChatCompletionRequest:
-    """The chat request `body` means over the resolved conversation `items`. Raises ApiError (400)."""
+def generation_request(body: ResponsesRequest, items: list[dict], chain_key: str) -> GenerationRequest:
+    """The request `body` means over the resolved conversation `items`; `chain_key` routes every turn of one
+    conversation alike (unless the client names a prompt_cache_key). Raises ApiError (400)."""
     reject_unsupported(body)
     messages = items_to_messages(items)
     if body.instructions:
         messages.insert(0, {"role": "system", "content": body.instructions})
     if not messages:
         raise bad_request("The request has no input: send `input` (or `instructions`).", "input", "missing_input")
-    tools = chat_tools(body.tools or [])
-    fields: dict[str, Any] = {
-        "model": body.model,
-        "messages": messages,
-        "tools": tools or None,
-        "tool_choice": chat_tool_choice(body.tool_choice, tools),
-        "max_completion_tokens": body.max_output_tokens,
-        "temperature": body.temperature,
-        "top_p": body.top_p,
-        "user": body.user or body.safety_identifier,
-        "prompt_cache_key": body.prompt_cache_key,
-        "response_format": response_format(body.text),
-        "parallel_tool_calls": body.parallel_tool_calls,
-    }
-    extras = body.model_extra or {}
-    fields.update({name: extras[name] for name in CHAT_EXTRAS if name in extras})
-    try:
-        return ChatCompletionRequest.model_validate({key: value for key, value in fields.items() if value is not None})
-    except ValidationError as exc:  # the chat schema's own checks (tools, context, ...) on what we passed on
-        first = exc.errors()[0]
-        raise bad_request(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}", None) from exc
+    tools = template_tools(body.tools or [])
+    extras = RadixgateExtras.read(body.model_extra)
+    return GenerationRequest(
+        model=body.model,
+        messages=tuple(messages),
+        tools=tuple(tools),
+        tool_choice=tool_choice(body.tool_choice, tools),
+        parallel_tool_calls=body.parallel_tool_calls,
+        output=output_format(body.text),
+        sampling=Sampling(max_tokens=body.max_output_tokens,
+                          temperature=1.0 if body.temperature is None else body.temperature,
+                          top_p=1.0 if body.top_p is None else body.top_p),
+        context=extras.context_docs(),
+        template=extras.template,
+        canonicalize=extras.canonicalize,
+        route_key=body.prompt_cache_key or chain_key,
+        user=body.user or body.safety_identifier,
+        names=responses_param,
+    )
+
+
+def responses_param(field: FieldPath) -> str:
+    """How the Responses API spells each internal field (the rest as the internal path reads)."""
+    match field:
+        case ("output",):
+            return "text.format"
+        case ("output", "schema"):
+            return "text.format.schema"
+        case ("max_tokens",):
+            return "max_output_tokens"
+        case ("messages", *_):
+            return "input"
+    return format_path(field)
 
 
 def reject_unsupported(body: ResponsesRequest) -> None:
@@ -84,8 +94,8 @@ def reject_unsupported(body: ResponsesRequest) -> None:
         raise bad_request("reasoning is not supported by this model.", "reasoning", "unsupported_parameter")
 
 
-def chat_tools(tools: list[dict]) -> list[dict]:
-    """Responses function tools ({"type": "function", "name", ...}) in chat's nested shape."""
+def template_tools(tools: list[dict]) -> list[dict]:
+    """Responses function tools ({"type": "function", "name", ...}) in the chat template's nested form."""
     converted = []
     for index, tool in enumerate(tools):
         if tool.get("type") != "function":
@@ -98,28 +108,30 @@ def chat_tools(tools: list[dict]) -> list[dict]:
     return converted
 
 
-def chat_tool_choice(choice: str | dict | None, tools: list[dict]) -> str | dict | None:
-    """tool_choice in chat's shape; a named function must be one of `tools`."""
-    if choice is None or choice in TOOL_CHOICE_MODES:
-        return choice
+def tool_choice(choice: str | dict | None, tools: list[dict]) -> ToolChoice | None:
+    """tool_choice as a ToolChoice; a named function must be one of `tools`."""
+    if choice is None:
+        return None
+    if choice in TOOL_CHOICE_MODES:
+        return ToolChoice(choice)
     if isinstance(choice, dict) and choice.get("type") in TOOL_CHOICE_MODES and len(choice) == 1:
-        return choice["type"]
+        return ToolChoice(choice["type"])
     if not isinstance(choice, dict) or choice.get("type") != "function" or not isinstance(choice.get("name"), str):
         raise bad_request("tool_choice must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}.",
                           "tool_choice", "unsupported_tool_choice")
     names = [tool["function"]["name"] for tool in tools]
     if choice["name"] not in names:
         raise bad_request(f"tool_choice names {choice['name']!r}, which is not in tools.", "tool_choice", "unknown_tool")
-    return {"type": "function", "function": {"name": choice["name"]}}
+    return ToolChoice("function", choice["name"])
 
 
-def response_format(text: dict | None) -> dict | None:
-    """`text.format` as chat's response_format (None for plain text)."""
+def output_format(text: dict | None) -> OutputFormat | None:
+    """`text.format` as an OutputFormat (None for plain text)."""
     fmt = (text or {}).get("format")
     if fmt is None or fmt.get("type") == "text":
         return None
     if fmt.get("type") == "json_object":
-        return {"type": "json_object"}
+        return OutputFormat("json_object")
     if fmt.get("type") != "json_schema":
         raise bad_request(f"text.format.type {fmt.get('type')!r} is not supported.", "text.format.type")
     name, schema = fmt.get("name"), fmt.get("schema")
@@ -127,7 +139,4 @@ def response_format(text: dict | None) -> dict | None:
         raise bad_request("text.format.name must be 1-64 letters, digits, '_' or '-'.", "text.format.name")
     if not isinstance(schema, dict):
         raise bad_request("text.format.schema must be a JSON Schema object.", "text.format.schema", "invalid_schema")
-    json_schema = {"name": name, "schema": schema, "strict": fmt.get("strict")}
-    if fmt.get("description"):
-        json_schema["description"] = fmt["description"]
-    return {"type": "json_schema", "json_schema": {k: v for k, v in json_schema.items() if v is not None}}
+    return OutputFormat("json_schema", name, schema, fmt.get("strict"), fmt.get("description") or None)

@@ -1,14 +1,16 @@
-"""OutputSpec from body fields: which grammar, which forced prefix, and 400s naming the field."""
+"""OutputSpec from a chat body's fields (through the chat parser): which grammar, which forced prefix, and 400s
+naming the field as chat completions spells it."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.chat.output_spec import build_output_spec, close_objects
-from gateway.chat.prepare import validate_request
+from gateway.chat.parse import generation_request, validate_request
 from gateway.chat.schemas import ChatCompletionRequest
-from gateway.chat.tool_calls import TOOL_CALL_OPEN
 from gateway.errors import ApiError
+from gateway.generation.output_spec import close_objects
+from gateway.generation.prepare import output_spec
+from gateway.generation.tool_calls import TOOL_CALL_OPEN
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
@@ -17,8 +19,15 @@ SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "requi
 
 
 def spec(response_format=None, tools=None, tool_choice=None, parallel_tool_calls=None):
-    return build_output_spec(response_format=response_format, tools=tools, tool_choice=tool_choice,
-                             parallel_tool_calls=parallel_tool_calls)
+    fields = {"response_format": response_format, "tools": tools, "tool_choice": tool_choice,
+              "parallel_tool_calls": parallel_tool_calls}
+    body = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}],
+                                 **{key: value for key, value in fields.items() if value is not None})
+    request = generation_request(body)
+    try:
+        return output_spec(request)
+    except ApiError as exc:
+        raise exc.name_field(request.names)
 
 
 def refusal(**fields) -> ApiError:

@@ -43,18 +43,39 @@ class BackendStreamError(Exception):
 
 
 @dataclass(frozen=True)
+class OutputFormat:
+    """The shape the answer must take: one JSON object (`json_object`), or one JSON value valid under
+    `schema` (`json_schema`, named `name`). Free text is no OutputFormat at all (None)."""
+
+    kind: str  # "json_object" | "json_schema"
+    name: str | None = None
+    schema: dict | None = None
+    strict: bool | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """Whether the answer calls a tool: "auto" (the model decides), "none", "required" (one or more
+    calls), or "function" (exactly one call to `name`)."""
+
+    mode: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
 class GenerationParams:
-    """Sampling parameters as the API received them, backend-neutral."""
+    """Sampling and output parameters, backend-neutral (each backend speaks them in its own protocol)."""
 
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
-    tools: tuple[dict, ...] = ()
-    tool_choice: Any = None
+    tools: tuple[dict, ...] = ()  # in the chat template's form: {"type": "function", "function": {...}}
+    tool_choice: ToolChoice | None = None  # None: "auto" when there are tools
     user: str | None = None
-    response_format: dict | None = None
+    output: OutputFormat | None = None
     parallel_tool_calls: bool | None = None
     grammar: Any = None  # an engine.Grammar for the embedded engine; remotes get the fields above
     # scheduling, for the embedded engine only: whose fair share the request counts against (the
@@ -146,14 +167,6 @@ class BackendRouter(Protocol):
 
     def pick(self, prompt: PreparedPrompt, namespace: str, cache_key: str | None = None) -> Backend: ...
 
+    def check_grammar(self, grammar: Any) -> None:
+        """Raise (GrammarError) if a backend that would run `grammar` cannot compile it."""
 
-def cache_namespace(tenant_id: int, cache_group: str | None, model_id: str) -> str:
-    """The prefix-cache namespace of a tenant for one model.
-
-    A tenant's cache is its own (`tenant:<id>`) unless it names a cache group
-    (`group:<name>`), which tenants of the same group share. The model id is part
-    of the namespace, so two models never share cached prefixes. Pins, the shadow
-    index and generation all use this one function.
-    """
-    owner = f"group:{cache_group}" if cache_group else f"tenant:{tenant_id}"
-    return f"{owner}|{model_id}"

@@ -1,4 +1,4 @@
-"""ChatRun around a fake backend: one log row with RequestLog's columns, slot released once, early exits abort."""
+"""GenerationRun around a fake backend: one log row with RequestLog's columns, slot released once, early exits abort."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import asyncio
 from types import SimpleNamespace
 
 from gateway.canonicalize import canonicalize
-from gateway.chat.prepare import PreparedRequest
-from gateway.chat.record import RunRecorder
-from gateway.chat.run import ChatRun
-from gateway.chat.schemas import ChatCompletionRequest
 from gateway.db.models import REQUEST_LOG_COLUMNS
-from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.generation.prepare import PreparedRequest
+from gateway.generation.record import RunRecorder
+from gateway.generation.request import GenerationRequest
+from gateway.generation.run import GenerationRun
+from gateway.routing.backend import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
 from gateway.tenants.limits import TenantLimits
 
 
@@ -56,25 +56,25 @@ class FakeBackend:
                 self.abort(request_id)
 
 
-def make_run(backend: FakeBackend) -> tuple[ChatRun, RecordingLog]:
+def make_run(backend: FakeBackend) -> tuple[GenerationRun, RecordingLog]:
     """An admitted run handed only its parts (tenant limits, a recorder, a task set), no GatewayState."""
     log = RecordingLog()
     tenant = SimpleNamespace(id=7, name="acme", cache_group=None, max_concurrency=None)
-    body = ChatCompletionRequest(model="default", messages=[{"role": "user", "content": "hi"}])
-    run = ChatRun(
-        caller=SimpleNamespace(tenant=tenant, api_key_id=3), body=body, request_id="chatcmpl-x",
+    request = GenerationRequest(model="default", messages=({"role": "user", "content": "hi"},))
+    run = GenerationRun(
+        caller=SimpleNamespace(tenant=tenant, api_key_id=3), request=request, request_id="chatcmpl-x",
         tenant_limits=TenantLimits(4), recorder=RunRecorder(log_writer=log), background_tasks=set(),
     )
     run.admit()
     assert run.tenant_limits.num_active(7) == 1
-    sections = canonicalize(body.body_dict())
+    sections = canonicalize(request.canonical_input())
     prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
     run.prepared = PreparedRequest(prompt, GenerationParams(), sections, prompt.token_ids, {}, "chat", None, True)
     run.namespace = "tenant:7|m"
     return run, log
 
 
-async def drain(run: ChatRun) -> str:
+async def drain(run: GenerationRun) -> str:
     return "".join([chunk.text async for chunk in run.chunks()])
 
 

@@ -1,4 +1,4 @@
-"""Tool calls in the embedded model's output: detect them while streaming, parse them into OpenAI's shape.
+"""Tool calls in the embedded model's output: detect them while streaming, parse them into ToolCalls.
 
 The built-in templates ask the model to answer a tool call as
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (a JSON list of such
@@ -15,44 +15,53 @@ import json
 import re
 import uuid
 
+from gateway.generation.result import ToolCall
+
 TOOL_CALL_OPEN = "<tool_call>\n"
 TOOL_CALL_CLOSE = "</tool_call>"
 OPEN_TAG = "<tool_call>"
 TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
-def parse_tool_calls(text: str, allowed_names: frozenset[str] | None = None) -> list[dict] | None:
-    """OpenAI `tool_calls` entries for a complete answer, or None if it is not a tool call.
+def parse_tool_calls(text: str, allowed_names: frozenset[str] | None = None) -> list[ToolCall] | None:
+    """The calls a complete answer makes, or None if it is not a tool call.
 
     With `allowed_names`, a call to any other function makes the whole answer plain content.
     """
     stripped = text.strip()
     bodies = TAG_RE.findall(stripped) if stripped.startswith(OPEN_TAG) else [stripped]
-    calls: list[dict] = []
+    calls: list[ToolCall] = []
     for body in bodies:
         try:
             value = json.loads(body)
         except (json.JSONDecodeError, ValueError):
             return None
         for item in value if isinstance(value, list) else [value]:
-            call = to_openai_call(item)
-            if call is None or (allowed_names is not None and call["function"]["name"] not in allowed_names):
+            call = to_tool_call(item)
+            if call is None or (allowed_names is not None and call.name not in allowed_names):
                 return None
             calls.append(call)
     return calls or None
 
 
-def to_openai_call(item: object) -> dict | None:
+def to_tool_call(item: object) -> ToolCall | None:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         return None
     arguments = item.get("arguments", item.get("parameters", {}))
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)
-    return {
-        "id": f"call_{uuid.uuid4().hex[:24]}",
-        "type": "function",
-        "function": {"name": item["name"], "arguments": arguments},
-    }
+    return ToolCall(id=new_call_id(), name=item["name"], arguments=arguments)
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def from_openai_call(call: dict) -> ToolCall:
+    """A call a remote backend sent in OpenAI's shape ({"id", "function": {"name", "arguments"}})."""
+    function = call.get("function") or {}
+    return ToolCall(id=call.get("id") or new_call_id(), name=function.get("name", ""),
+                    arguments=function.get("arguments") or "{}")
 
 
 class ToolCallDetector:
@@ -83,7 +92,7 @@ class ToolCallDetector:
         released, self._buffer = self._buffer, ""
         return released
 
-    def finish(self) -> tuple[str, list[dict] | None]:
+    def finish(self) -> tuple[str, list[ToolCall] | None]:
         """At the end of the answer: (content not yet sent, tool calls or None)."""
         rest, self._buffer = self._buffer, ""
         if self.is_enabled and rest.strip():

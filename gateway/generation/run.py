@@ -1,8 +1,8 @@
-"""ChatRun: the state of one chat request from admission to its log row.
+"""GenerationRun: the state of one request, whatever its wire format, from admission to its log row.
 
-    run = ChatRun(caller, body, request_id, tenant_limits, recorder, background_tasks)
+    run = GenerationRun(caller, request, request_id, tenant_limits, recorder, background_tasks)
     run.admit()                   # takes the tenant's slot, or records "rate_limited" and raises 429
-    ...                           # the chat service sets model_id, prepared, namespace, shadow figures
+    ...                           # the request path sets model_id, prepared, namespace, shadow figures
     run.open(backend, request)    # starts the backend stream and the disconnect watcher
     await run.prefetch()          # the backend's first output
     async for chunk in run.chunks(): ...
@@ -12,8 +12,8 @@ Ownership: the run takes the tenant's concurrency slot in `admit` and gives it
 back in `finish`, nowhere else; `finish` does its work once however often it is
 called, so an admitted run releases its slot exactly once on every path. It also
 cancels the watcher, closes a backend stream left unfinished (which aborts the
-backend request) and hands the run to its `RunRecorder` (one request-log row,
-metrics, one INFO line).
+backend request) and hands its `RunRecorder` the finished run's `RunRecord` (one
+request-log row, metrics, one INFO line); the recorder never calls back into the run.
 
 If the client disconnects while the backend is generating, the watcher aborts
 the backend request (the engine frees its pages at once) and the run is
@@ -31,21 +31,23 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, AsyncIterator
 
-from gateway.chat.schemas import Usage, make_usage
 from gateway.errors import from_exception, too_many_requests
-from gateway.routing.base import BackendChunk, BackendUsage
+from gateway.generation.record import RunRecord
+from gateway.generation.result import Usage
+from gateway.routing.backend import BackendChunk, BackendUsage
 from gateway.routing.load import LOCAL_LOAD, LoadTracker
 
 if TYPE_CHECKING:
     from fastapi import Request
 
-    from gateway.chat.prepare import PreparedRequest
-    from gateway.chat.record import RunRecorder
-    from gateway.chat.schemas import ChatCompletionRequest
-    from gateway.chat.tool_calls import ToolCallDetector
     from gateway.deps import Caller
+    from gateway.generation.prepare import PreparedRequest
+    from gateway.generation.record import RunRecorder
+    from gateway.generation.request import GenerationRequest
+    from gateway.generation.result import ToolCall
+    from gateway.generation.tool_calls import ToolCallDetector
     from gateway.insight.counterfactual import CanonicalFigures
-    from gateway.routing.base import Backend
+    from gateway.routing.backend import Backend
     from gateway.tenants.limits import TenantLimits
     from gateway.tenants.rate_limits import RateLimiter, RateLimitState
 
@@ -53,9 +55,9 @@ log = logging.getLogger("gateway.requests")
 
 
 @dataclass
-class ChatRun:
+class GenerationRun:
     caller: Caller
-    body: ChatCompletionRequest
+    request: GenerationRequest
     request_id: str
     tenant_limits: TenantLimits
     recorder: RunRecorder
@@ -119,9 +121,10 @@ class ChatRun:
 
     @property
     def wants_tool_calls(self) -> bool:
-        return bool(self.body.tools) and self.body.tool_choice != "none"
+        choice = self.request.tool_choice
+        return bool(self.request.tools) and (choice is None or choice.mode != "none")
 
-    def answer_finish_reason(self, calls: list[dict] | None) -> str:
+    def answer_finish_reason(self, calls: list[ToolCall] | tuple[ToolCall, ...] | None) -> str:
         """"tool_calls" when the answer parsed as calls; otherwise the backend's reason, never a
         "tool_calls" without calls (a grammar that allowed a JSON answer instead reports it)."""
         if calls:
@@ -129,9 +132,9 @@ class ChatRun:
         return "stop" if self.finish_reason == "tool_calls" else self.finish_reason
 
     def make_tool_call_detector(self) -> ToolCallDetector:
-        from gateway.chat.tool_calls import ToolCallDetector
+        from gateway.generation.tool_calls import ToolCallDetector
 
-        names = frozenset((tool.get("function") or {}).get("name") for tool in self.body.tools or ())
+        names = frozenset((tool.get("function") or {}).get("name") for tool in self.request.tools)
         return ToolCallDetector(is_enabled=self.wants_tool_calls, tool_names=names)
 
     def count_load(self, tracker: LoadTracker) -> None:
@@ -182,11 +185,12 @@ class ChatRun:
             chunk = await self._next()
 
     def api_usage(self) -> Usage:
+        """The usage the client is told: the backend's, or (no final chunk) the prompt and what streamed."""
         usage = self.usage
         if usage is None:
             prompt = self.prepared.num_prompt_tokens if self.prepared else 0
-            return make_usage(prompt, 0, self.num_completion_tokens)
-        return make_usage(usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens)
+            return Usage(prompt, 0, self.num_completion_tokens)
+        return Usage(usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens)
 
     def delivered_cached_tokens(self) -> int | None:
         """The backend's cached tokens for the log: None when unknown (a remote that reports none)."""
@@ -228,10 +232,39 @@ class ChatRun:
         if self._load is not None:
             self._load.end(LOCAL_LOAD, self._load_tokens)
             self._load = None
-        self.recorder.record(self)
+        self.recorder.record(self.to_record())
+
+    def to_record(self) -> RunRecord:
+        """What the finished run leaves for the request log, metrics and its INFO line."""
+        usage, prepared, backend = self.api_usage(), self.prepared, self.backend
+        return RunRecord(
+            log_id=self.log_id,
+            request_id=self.request_id,
+            created_at=self.created_at,
+            tenant_id=self.caller.tenant.id,
+            tenant_name=self.caller.tenant.name,
+            api_key_id=self.caller.api_key_id,
+            template=prepared.template_name if prepared else self.request.template,
+            template_version=prepared.template_version if prepared else None,
+            model=self.model_id or self.request.model,
+            backend=backend.name if backend else None,
+            canonicalized=self.request.canonicalize,
+            usage=usage,
+            cached_tokens=self.delivered_cached_tokens(),
+            predicted_cached_tokens=getattr(backend, "predicted_cached_tokens", None),
+            failovers=getattr(backend, "num_failovers", None),
+            host_cached_tokens=self.usage.host_cached_tokens if self.usage is not None else 0,
+            shadow_cached_tokens=self.shadow_cached_tokens,
+            counterfactual=self.counterfactual,
+            sections=prepared.sections if prepared else None,
+            ttft_ms=self.ttft_ms(),
+            latency_ms=(time.perf_counter() - self.started_s) * 1000,
+            status=self.status,
+            error_code=self.error_code,
+        )
 
     def _close_stream(self) -> None:
-        """Close a backend stream left unfinished, which aborts its request (see routing/base.py)."""
+        """Close a backend stream left unfinished, which aborts its request (see routing/backend.py)."""
         task = asyncio.ensure_future(close_quietly(self._stream, self.backend, self.request_id))
         self.background_tasks.add(task)
         task.add_done_callback(self.background_tasks.discard)

@@ -1,4 +1,4 @@
-"""RunStreamingResponse: an SSE response that finishes its ChatRun however the client leaves.
+"""RunStreamingResponse: an SSE response that finishes its GenerationRun however the client leaves.
 
 A StreamingResponse runs its body generator only once headers are sent. If `send`
 raises before that (the client left before headers), the generator never starts, so
@@ -7,7 +7,7 @@ generator's task and leaves the suspended generator to the garbage collector. Ei
 way the run's `finish` (slot release, the request-log row) would wait or never happen.
 
 Contract: when `__call__` returns or raises, the run is finished (exactly once, see
-ChatRun.finish) and the body generator is closed. A run that was not finished by its
+GenerationRun.finish) and the body generator is closed. A run that was not finished by its
 own stream is recorded as failed with error_code "client_disconnected".
 """
 
@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from starlette.responses import StreamingResponse
 
-from gateway.chat.streaming import SSE_HEADERS
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
-    from gateway.chat.run import ChatRun
+    from gateway.generation.run import GenerationRun
 
 log = logging.getLogger(__name__)
 
 
 class RunStreamingResponse(StreamingResponse):
-    def __init__(self, content: AsyncIterator[bytes], run: ChatRun, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, content: AsyncIterator[bytes], run: GenerationRun, headers: dict[str, str] | None = None) -> None:
         super().__init__(content, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})})
         self._run = run
         self._content = content

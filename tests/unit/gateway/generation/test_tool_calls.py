@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.chat.tool_calls import ToolCallDetector, parse_tool_calls
+from gateway.generation.tool_calls import ToolCallDetector, parse_tool_calls
 
 
 def feed_all(detector: ToolCallDetector, deltas: list[str]) -> str:
@@ -13,11 +13,11 @@ def feed_all(detector: ToolCallDetector, deltas: list[str]) -> str:
 
 def test_parses_tagged_list_and_bare_json_calls():
     tagged = parse_tool_calls('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>')
-    assert tagged[0]["type"] == "function" and tagged[0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
-    assert tagged[0]["id"].startswith("call_")
+    assert (tagged[0].name, tagged[0].arguments) == ("f", '{"a": 1}')
+    assert tagged[0].id.startswith("call_")
     listed = parse_tool_calls('[{"name": "f", "arguments": {}}, {"name": "g", "arguments": "{}"}]')
-    assert [c["function"]["name"] for c in listed] == ["f", "g"]
-    assert json.loads(parse_tool_calls('{"name": "h", "parameters": {"x": 2}}')[0]["function"]["arguments"]) == {"x": 2}
+    assert [c.name for c in listed] == ["f", "g"]
+    assert json.loads(parse_tool_calls('{"name": "h", "parameters": {"x": 2}}')[0].arguments) == {"x": 2}
 
 
 def test_non_calls_are_not_parsed():
@@ -35,7 +35,7 @@ def test_possible_tool_call_is_held_and_parsed_at_the_end():
     detector = ToolCallDetector(is_enabled=True)
     assert feed_all(detector, ["<tool", "_call>", '{"name": "f", "arguments": {}}', "</tool_call>"]) == ""
     content, calls = detector.finish()
-    assert content == "" and calls[0]["function"]["name"] == "f"
+    assert content == "" and calls[0].name == "f"
 
 
 def test_held_text_that_is_not_a_call_is_released_as_content():
