@@ -2,7 +2,8 @@
 
     async def list_pins(tenant: TenantDep, session: SessionDep, gw: StateDep): ...
 
-- RequestPathDep, PreparerDep, ServedModelsDep, SessionFactoryDep: the one service a handler uses,
+- RequestPathDep, PreparerDep, ServedModelsDep, PinnerDep, LimitsDep, SessionFactoryDep: the one service a
+  handler uses,
   so request-path handlers never hold the whole GatewayState.
 
 - SessionDep: a SQLAlchemy session for one handler call; committed when the handler
@@ -42,6 +43,8 @@ from gateway.errors import database_unavailable, is_database_unavailable, servic
 from gateway.generation.path import RequestPath
 from gateway.generation.preparer import Preparer
 from gateway.generation.served_models import ServedModels
+from gateway.pins.service import Pinner
+from gateway.settings import LimitSettings
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
 from gateway.tenants import admin_keys
@@ -93,6 +96,20 @@ def get_served_models(gw: StateDep) -> ServedModels:
 
 
 ServedModelsDep = Annotated[ServedModels, Depends(get_served_models)]
+
+
+def get_pinner(gw: StateDep) -> Pinner:
+    return gw.pins
+
+
+PinnerDep = Annotated[Pinner, Depends(get_pinner)]
+
+
+def get_limits(gw: StateDep) -> LimitSettings:
+    return gw.settings.limits
+
+
+LimitsDep = Annotated[LimitSettings, Depends(get_limits)]
 
 
 @dataclass(frozen=True)

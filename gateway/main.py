@@ -119,10 +119,8 @@ def start_rewarm(gw: GatewayState) -> None:
 
 async def rewarm_pins(gw: GatewayState) -> None:
     """Prefill and pin every stored, live pin again (the engine's cache starts empty)."""
-    from gateway.pins.service import rewarm_pins as rewarm
-
     try:
-        await rewarm(gw)
+        await gw.pins.rewarm_all()
     except Exception:  # a pin that cannot be re-warmed must not keep the server down
         log.exception("re-warming stored pins failed; serving without them")
 

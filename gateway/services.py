@@ -68,7 +68,7 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
-    from gateway.pins.service import PinBook
+    from gateway.pins.service import Pinner
     from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.load import LoadTracker
 
@@ -99,7 +99,8 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
         settings=settings, db_engine=db_engine, session_factory=session_factory, engine=engine,
         prompt_model=prompt_model, encode_cache=encode_cache, templates=templates, metrics=metrics,
         log_writer=log_writer, side_writer=side_writer, canonical_shadow=canonical_shadow,
-        snapshotter=start_snapshotter(settings, engine, session_factory), router=router, path=path, pins=PinBook(),
+        snapshotter=start_snapshotter(settings, engine, session_factory), router=router, path=path,
+        pins=Pinner(engine, templates, session_factory, background_tasks, settings.limits.pin_rewarm_timeout_s),
         auth_cache=AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s), tenant_limits=tenant_limits,
         in_flight=in_flight, admin_key_generated=admin_key_generated, started_at=int(time.time()),
         background_tasks=background_tasks,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gateway.generation.path import RequestPath
     from gateway.insight.counterfactual import CanonicalShadow
     from gateway.insight.metrics import Metrics
-    from gateway.pins.service import PinBook
+    from gateway.pins.service import Pinner
     from gateway.prompt_templates import TemplateRegistry
     from gateway.routing.backend import BackendRouter
     from gateway.routing.load import LoadTracker
@@ -58,7 +58,7 @@ class GatewayState:
     snapshotter: object | None  # samples the embedded engine's stats into the database
     router: BackendRouter | None
     path: RequestPath  # the one request path every wire format starts its requests on
-    pins: PinBook
+    pins: Pinner  # pinned prefixes: the engine's pins and their rows
     auth_cache: AuthCache
     tenant_limits: TenantLimits
     in_flight: LoadTracker  # admitted, unfinished requests (GET /v1/load)
