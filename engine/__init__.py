@@ -24,10 +24,11 @@ from engine.errors import (
 from engine.forward_batch import ForwardBatch, make_forward_batch
 from engine.grammar import Grammar, GrammarCompiler, GrammarError, ToolSpec
 from engine.grammar.state import GrammarState
+from engine.kernels import is_native_built, native_kernels
 from engine.kv_pool import KVPool
 from engine.models.llama import ModelShape
 from engine.models.loader import ALIASES as MODEL_ALIASES
-from engine.models.loader import LoadedModel, load_model, locate_alias, resolve_model_dir
+from engine.models.loader import LoadedModel, is_model_cached, load_model, locate_alias, resolve_model_dir
 from engine.radix_cache import RadixCache
 from engine.runner import ModelRunner, resolve_device, resolve_dtype
 from engine.sampler import Sampler
@@ -49,6 +50,10 @@ __all__ = [
     "load_model",
     "locate_alias",
     "resolve_model_dir",  # a model spec's local HF directory (an edge gateway reads its tokenizer there)
+    # what the first load builds and caches on disk (`radixgate warmup` builds both ahead of time)
+    "is_model_cached",
+    "native_kernels",
+    "is_native_built",
     "MODEL_ALIASES",
     "LoadedModel",
     "ModelShape",

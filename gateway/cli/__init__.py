@@ -9,6 +9,7 @@ import typer
 from gateway.bench import cli as bench
 from gateway.cli import admin_key, db, serve, tenant, template
 from gateway.cli import doctor
+from gateway.cli import warmup
 
 app = typer.Typer(
     name="radixgate",
@@ -23,3 +24,4 @@ app.add_typer(db.app, name="db")
 app.add_typer(admin_key.app, name="admin-key")
 serve.register(app)
 doctor.register(app)
+warmup.register(app)
