@@ -1,10 +1,12 @@
 """RequestPath: one request, any wire format, top-down: admit -> prepare -> shadows -> route -> first output.
 
-    run = await path.start(request, caller=caller, http_request=http_request)   # errors here become HTTP errors
+    run = await path.start(lambda: parse(body), model=body.model, caller=caller, http_request=http_request)
     answer = await complete(run)                    # or: async for event in answer_events(run) (answer.py)
 
 `start` does everything that can fail with a proper status code before any byte
-is sent: the tenant's concurrency slot (429, GenerationRun.admit), model resolution
+is sent: the tenant's concurrency slot (429, GenerationRun.admit), the wire format's
+parse into the internal request (400; after admission, so a refused request is still one
+logged, failed run of its caller), model resolution
 (404), canonicalization, rendering and tokenization (400), backend choice, and the
 backend's first output (engine queue full -> 503, prompt too long -> 400). An error
 about a field of the request is named in the caller's wire format (request.names)
@@ -23,10 +25,11 @@ import asyncio
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from gateway.errors import from_exception, service_unavailable
 from gateway.generation.canonical_render import render_canonical
+from gateway.generation.request import GenerationRequest
 from gateway.generation.run import GenerationRun
 from gateway.tenants.isolation import cache_namespace, salted_namespace
 
@@ -36,7 +39,6 @@ if TYPE_CHECKING:
     from gateway.deps import Caller
     from gateway.generation.preparer import Preparer
     from gateway.generation.record import RunRecorder
-    from gateway.generation.request import GenerationRequest
     from gateway.generation.served_models import ServedModels
     from gateway.insight.counterfactual import CanonicalFigures, CanonicalShadow
     from gateway.insight.shadow import ShadowIndex
@@ -72,15 +74,19 @@ class RequestPath:
             rate_limiter=self.rate_limiter,
         )
 
-    async def start(self, request: GenerationRequest, *, caller: Caller, http_request: Request | None,
-                    request_id: str | None = None) -> GenerationRun:
-        """Admit and prepare the request and fetch the backend's first output. Raises ApiError.
+    async def start(self, parse: Callable[[], GenerationRequest], *, model: str, caller: Caller,
+                    http_request: Request | None, request_id: str | None = None) -> GenerationRun:
+        """Admit, parse (`parse`: the wire format's body -> GenerationRequest) and prepare the request, and
+        fetch the backend's first output. Raises ApiError. `model` is the model the body names (the run's
+        model until the request is parsed).
 
         `request_id` names the run (default a new "chatcmpl-..." id); a wire format with ids of its own
         passes one."""
+        request = GenerationRequest(model=model, messages=())  # what the run records if parsing fails
         run = self.new_run(request, caller, request_id)
         run.admit()
         try:
+            run.request = request = parse()
             if self.router is None or self.preparer is None:
                 raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
             tenant = caller.tenant

@@ -58,8 +58,9 @@ async def start_response(body: ResponsesRequest, *, caller: Caller, http_request
     items = [*previous, *normalize_input(body.input)]
     response_id = new_response_id()
     # every turn of a conversation routes by its chain (unless the client names a cache key)
-    request = generation_request(body, items, chain_key=f"response-chain:{chain_id or response_id}")
-    run = await path.start(request, caller=caller, http_request=http_request, request_id=response_id)
+    chain_key = f"response-chain:{chain_id or response_id}"
+    run = await path.start(lambda: generation_request(body, items, chain_key), model=body.model, caller=caller,
+                           http_request=http_request, request_id=response_id)
     turn = ResponseTurn(response_id, body, items, run.model_id, run.created)
     return StartedResponse(turn, run, tenant_id, chain_id)
 

@@ -22,7 +22,7 @@ async def create_chat_completion(
 ) -> ChatCompletion | RunStreamingResponse:
     """Canonicalize, generate and answer; with `stream: true` the answer is Server-Sent Events.
     Both carry the tenant's x-ratelimit-* headers when it has per-minute limits."""
-    run = await path.start(generation_request(body), caller=caller, http_request=request)
+    run = await path.start(lambda: generation_request(body), model=body.model, caller=caller, http_request=request)
     headers = run.rate_state.headers() if run.rate_state else {}
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
