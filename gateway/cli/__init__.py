@@ -6,7 +6,7 @@ Each sub-app lives in its own module and imports its heavy dependencies
 
 import typer
 
-from gateway.bench import cli as bench
+from bench import cli as bench
 from gateway.cli import admin_key, db, serve, tenant, template
 from gateway.cli import doctor
 
