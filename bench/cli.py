@@ -1,10 +1,15 @@
 """`radixgate bench ...`: side-by-side benchmarks, printed and written as JSON.
 
 Each benchmark registers its own command from bench/<name>/command.py,
-so the owners of different benchmarks never edit the same file.
+so the owners of different benchmarks never edit the same file. Importing this module raises
+ModuleNotFoundError when the `[bench]` extra is absent (bench/extras.py), before any bench loads.
 """
 
 import typer
+
+from bench.extras import require_extras
+
+require_extras()  # before the benches import: a missing extra fails here, with its name
 
 from bench.accuracy import command as accuracy
 from bench.agent import command as agent
