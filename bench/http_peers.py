@@ -156,7 +156,7 @@ def peer_dtype(dtype: str) -> str:
         return dtype
     import torch
 
-    from engine import resolve_dtype
+    from engine.runner import resolve_dtype
 
     return str(resolve_dtype("auto", torch.device("cpu"))).removeprefix("torch.")
 

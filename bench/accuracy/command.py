@@ -44,7 +44,7 @@ def accuracy(
     --tokens tokens, per dtype and quantization, on the built-in prompt set (bench/accuracy/prompts.py)."""
     import torch
 
-    from engine import load_model
+    from engine.models.loader import load_model
     from bench.accuracy.prompts import PROMPTS
     from bench.accuracy.run import run_accuracy
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine import make_forward_batch, matching_prefix
+from engine.forward_batch import make_forward_batch
+from engine.speculation import matching_prefix
 from bench.decode.run import PagedSequence
 from bench.hf_cache import cache_kwargs, returned_cache
 from bench.progress import Progress
@@ -139,7 +140,9 @@ KL_TOLERANCE = 1e-4  # nats: float32 against the float32 reference differs only 
 
 def build_runner(loaded_model, dtype: torch.dtype, quantization: str, prompts: list[list[int]], num_tokens: int,
                  device: torch.device):
-    from engine import KVPool, ModelRunner, ModelShape
+    from engine import KVPool
+    from engine.models.llama import ModelShape
+    from engine.runner import ModelRunner
 
     shape = ModelShape.from_config(loaded_model.config)
     page_size = 16

@@ -87,7 +87,7 @@ def vs_peers(rows: list[dict], vs: list[str], vllm_python: str | None, vllm_url:
              concurrency: int, repeats: int, json_out: Path | None) -> None:
     import torch
 
-    from engine import load_model
+    from engine.models.loader import load_model
     from bench.agent.peers import PEERS, TARGET_VS_BEST_PEER, run_agent_peers
     from bench.progress import progress_bars
     from bench.rag.peer_table import print_peer_table

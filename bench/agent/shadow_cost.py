@@ -27,7 +27,7 @@ MAX_CONTEXT = 8192
 def load_tokenizer():
     from transformers import AutoTokenizer
 
-    from engine import locate_alias
+    from engine.models.loader import locate_alias
 
     path = locate_alias("smollm2-135m")
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

@@ -52,7 +52,7 @@ def decode(
     """Time greedy decode (one ragged forward per step over the whole batch); medians of --repeat passes."""
     import torch
 
-    from engine import ModelRunner
+    from engine.runner import ModelRunner
     from bench.decode.run import run_decode_bench, run_prefill_bench
 
     if grammar not in ("none", "json"):

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import statistics
 
-from engine import Grammar, GrammarCompiler, GrammarState, Sampler
+from engine import Grammar
+from engine.grammar.compiler import GrammarCompiler
+from engine.grammar.state import GrammarState
+from engine.sampler import Sampler
 from bench.decode.run import decode_pass, make_prompts
 from bench.progress import Progress
 

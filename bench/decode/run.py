@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from engine import make_forward_batch
+from engine.forward_batch import make_forward_batch
 from bench.progress import Progress
 
 PROMPT_WORDS = ("The history of the printing press", "Explain how rainbows form", "Write a haiku about autumn",

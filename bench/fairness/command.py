@@ -37,7 +37,8 @@ def fairness(
 ) -> None:
     """One tenant floods with long warm prompts, another sends short cold ones: the cold tenant's
     p50/p99 TTFT alone and under the flood, and the overall hit rate, per queue policy."""
-    from engine import EngineConfig, load_model
+    from engine import EngineConfig
+    from engine.models.loader import load_model
     from bench.pass_check import NO_QUEUE_DEADLINE_S
     from bench.fairness.run import run_fairness_bench
     from bench.fairness.workload import generate_workload

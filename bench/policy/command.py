@@ -30,7 +30,8 @@ def policy(
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the agent workload with each queue policy; hit rate and throughput per policy."""
-    from engine import EngineConfig, load_model
+    from engine import EngineConfig
+    from engine.models.loader import load_model
     from bench.policy.prompts import agent_requests
     from bench.policy.run import default_budget_tokens, run_policy_bench
     from bench.workloads.agent import load_workload
@@ -56,7 +57,9 @@ def policy(
 def make_runner(loaded, config):
     """A ModelRunner over the already loaded model (its tokenizer sized the budget) with a KV pool of
     config's size, on config's device and dtype."""
-    from engine import KVPool, ModelRunner, ModelShape, resolve_device, resolve_dtype
+    from engine import KVPool
+    from engine.models.llama import ModelShape
+    from engine.runner import ModelRunner, resolve_device, resolve_dtype
 
     device = resolve_device(config.device)
     dtype = resolve_dtype(config.dtype, device)

@@ -61,7 +61,7 @@ def median_of(repeat: int, run: Callable[[], dict]) -> dict:
 
 def gguf_path(model: str) -> str | None:
     """The GGUF file behind a model spec (an alias or a .gguf path), or None."""
-    from engine import MODEL_ALIASES, locate_alias
+    from engine.models.loader import ALIASES as MODEL_ALIASES, locate_alias
 
     if model in MODEL_ALIASES:
         return str(locate_alias(model))

@@ -48,7 +48,8 @@ def rag(
     threads: int = typer.Option(0, help=THREADS_HELP),
 ) -> None:
     """Replay the RAG workload with the radix cache on and off in one run; print and write ratios."""
-    from engine import EngineConfig, ModelRunner
+    from engine import EngineConfig
+    from engine.runner import ModelRunner
     from bench.rag.baselines import BASELINES, run_baselines
     from bench.rag.run import run_rag_bench
     from bench.workloads.rag import generate_rag_workload, load_rag_workload
@@ -109,7 +110,7 @@ def vs_vllm(workload: Optional[Path], model: str, dtype: str, serial: bool, repe
     """`radixgate serve` beside vLLM over HTTP; prints their table and returns the result."""
     import torch
 
-    from engine import load_model
+    from engine.models.loader import load_model
     from bench.http_peers import print_peers
     from bench.rag.vllm_peer import run_vllm_comparison
 

@@ -30,7 +30,8 @@ def tier(
 ) -> None:
     """Agent traffic on a device cache too small for its prefixes: tier off vs on vs unbounded, one run,
     then two engine processes sharing one host tier."""
-    from engine import EngineConfig, load_model
+    from engine import EngineConfig
+    from engine.models.loader import load_model
     from bench.policy.command import make_runner
     from bench.policy.prompts import agent_requests
     from bench.policy.run import default_budget_tokens

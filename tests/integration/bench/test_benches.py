@@ -33,7 +33,10 @@ def test_rag_bench_outputs_are_identical_in_bfloat16_too(smollm):
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from engine import KVPool, LoadedModel, ModelRunner, ModelShape
+    from engine import KVPool
+    from engine.models.llama import ModelShape
+    from engine.models.loader import LoadedModel
+    from engine.runner import ModelRunner
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(smollm.tokenizer), hidden_size=192, intermediate_size=256,

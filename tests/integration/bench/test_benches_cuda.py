@@ -4,7 +4,8 @@ benches' claims hold there. Skipped without CUDA."""
 import pytest
 import torch
 
-from engine import EngineConfig, ModelRunner
+from engine import EngineConfig
+from engine.runner import ModelRunner
 
 pytestmark = [
     pytest.mark.gpu,

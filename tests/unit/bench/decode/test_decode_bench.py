@@ -4,7 +4,9 @@ import pytest
 import torch
 import typer
 
-from engine import KVPool, ModelRunner, ModelShape
+from engine import KVPool
+from engine.models.llama import ModelShape
+from engine.runner import ModelRunner
 from bench.decode.command import parse_batches
 from bench.decode.run import decode_pass, run_decode_bench, run_prefill_bench
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from engine import ModelShape
+from engine.models.llama import ModelShape
 from bench.decode.limits import bytes_per_weight, decode_weight_bytes, linear_weight_counts, machine_limits
 
 SHAPE = ModelShape(vocab_size=1000, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
