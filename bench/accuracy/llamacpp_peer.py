@@ -3,16 +3,16 @@
 llama.cpp runs the GGUF as stored (the default SmolLM2: Q4_1 layers, a Q8_0 head) and rounds each row of
 activations to 8 bits before its quantized products, so its figures sit beside radixgate's w4a8 (the same
 arithmetic). Each prompt is teacher-forced once with every position's logits kept (``logits_all``), then
-generates its own greedy tokens; the child runs under the rag bench's crash fallback
-(bench.rag.llamacpp_baseline: again without the weight-repacking buffer types if it dies).
+generates its own greedy tokens; the child runs under bench.llamacpp's crash fallback (again without the
+weight-repacking buffer types if it dies).
 """
 
 from __future__ import annotations
 
 import torch
 
+from bench.llamacpp import NAME, load_llama, run_with_fallback
 from bench.progress import Progress
-from bench.rag.llamacpp_baseline import NAME, load_llama, run_with_fallback
 
 
 def llamacpp_candidate(gguf_path: str | None, reference, num_threads: int,
@@ -20,19 +20,12 @@ def llamacpp_candidate(gguf_path: str | None, reference, num_threads: int,
     """{"forced_logits": (num_prompts, num_tokens, vocab) float32, "tokens": greedy tokens per prompt[, "note"]}
     or {"name", "error"}."""
     num_tokens = len(reference.tokens[0])
-    result = run_with_fallback(gguf_path, reference.prompts, num_tokens, num_threads, progress,
-                               target=_child_main, extra=(reference.tokens,))
+    result = run_with_fallback(gguf_path, _measure, (reference.prompts, num_tokens, num_threads), (reference.tokens,),
+                               progress=progress)
     if "error" in result:
         return result
     result["forced_logits"] = torch.stack([torch.from_numpy(rows) for rows in result["forced_logits"]])
     return result
-
-
-def _child_main(sender, *args) -> None:
-    try:
-        _measure(sender, *args)
-    except Exception as error:  # noqa: BLE001 - reported to the parent as the candidate's error
-        sender.send(("error", f"{type(error).__name__}: {error}"))
 
 
 def _measure(sender, gguf_path: str, prompts: list[list[int]], num_tokens: int, num_threads: int,

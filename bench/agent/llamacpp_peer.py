@@ -5,16 +5,15 @@ bench.agent.plain), streamed, greedy, the row's own max_tokens, stopping at end 
 path llama-cpp-python's own server takes. It reuses the longest common prefix of the previous request's
 context, and with ``ram_cache`` also keeps states in a ``LlamaRAMCache`` (the server's ``cache: true``)
 so that a tenant's prefix survives the other tenants' requests in between. Prefill tokens are llama.cpp's
-own count of prompt tokens it evaluated. It runs under the rag bench's crash fallback
-(bench.rag.llamacpp_baseline).
+own count of prompt tokens it evaluated. It runs under bench.llamacpp's crash fallback.
 """
 
 from __future__ import annotations
 
 import time
 
+from bench.llamacpp import NAME, load_llama, run_with_fallback
 from bench.progress import Progress
-from bench.rag.llamacpp_baseline import NAME, load_llama, run_with_fallback
 
 RAM_CACHE_BYTES = 2 << 30  # llama-cpp-python's default capacity
 
@@ -22,15 +21,8 @@ RAM_CACHE_BYTES = 2 << 30  # llama-cpp-python's default capacity
 def run_llamacpp_agent(gguf_path: str | None, prompts: list[list[int]], max_tokens: list[int], *, num_threads: int,
                        ram_cache: bool = True, progress: Progress | None = None) -> dict:
     """{"name", "wall_s", "ttft_s", "prefill_tokens", "answers"[, "note"]} or {"name", "error"}."""
-    return run_with_fallback(gguf_path, prompts, max(max_tokens), num_threads, progress, target=_child_main,
-                             extra=(max_tokens, ram_cache))
-
-
-def _child_main(sender, *args) -> None:
-    try:
-        _serve(sender, *args)
-    except Exception as error:  # noqa: BLE001 - reported to the parent as the peer's error
-        sender.send(("error", f"{type(error).__name__}: {error}"))
+    return run_with_fallback(gguf_path, _serve, (prompts, max(max_tokens), num_threads), (max_tokens, ram_cache),
+                             progress=progress)
 
 
 def _prompt_tokens_evaluated(llm) -> int:

@@ -4,58 +4,27 @@ Measured like radixgate's: for each batch size B, B sequences (llama.cpp sequenc
 prefilled in one ``llama_decode``, then ``num_tokens`` greedy steps run, each one ``llama_decode`` of
 the B newest tokens; only the steps are timed, tokens/s is ``B * num_tokens / seconds``, the median
 over ``repeat`` fresh contexts. Greedy is an argmax over each row's logits (numpy), as radixgate's
-bench takes a torch argmax. It runs in a spawned child: native code that crashes (llama.cpp's weight
-repacking on some CPUs, see bench.rag.llamacpp_baseline) ends the child, not the bench; a
-crashed run is retried once with the repacking buffer types off.
+bench takes a torch argmax. It runs in a spawned child (bench.llamacpp): native code that crashes
+(llama.cpp's weight repacking on some CPUs) ends the child, not the bench; a crashed run is retried once
+with the repacking buffer types off.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import multiprocessing
 import statistics
 import time
+
+from bench.llamacpp import model_params, run_with_fallback
 
 
 def run_llamacpp_decode(gguf_path: str | None, sizes: list[int], num_tokens: int, prompt_len: int, repeat: int,
                         num_threads: int) -> dict:
-    """{"tok_s": {"B": median tok/s}, "tok_s_all", "note"?} or {"error": why}."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return {"error": "llama-cpp-python is not installed (pip install -e '.[bench-llamacpp]')"}
-    if gguf_path is None:
-        return {"error": "the model is not a GGUF file"}
-    result = _in_child(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, True)
-    if "signal" in result:
-        crashed = result["signal"]
-        result = _in_child(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, False)
-        if "signal" not in result:
-            result["note"] = f"crashed (signal {crashed}) with weight repacking; ran with use_extra_bufts=False"
-    return result
+    """{"tok_s": {"B": median tok/s}, "tok_s_all", "num_threads"[, "note"]} or {"name", "error"}."""
+    return run_with_fallback(gguf_path, _decode, (sizes, num_tokens, prompt_len, repeat, num_threads))
 
 
-def _in_child(*args) -> dict:
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child_main, args=(sender, *args), daemon=True)
-    child.start()
-    sender.close()
-    try:
-        result = receiver.recv()
-    except EOFError:
-        result = None
-    child.join()
-    if result is not None:
-        return result
-    if child.exitcode is not None and child.exitcode < 0:
-        return {"signal": -child.exitcode}
-    return {"error": f"the llama.cpp child exited with code {child.exitcode} and no result"}
-
-
-def _child_main(sender, gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, extra_buffers) -> None:
-    try:
-        sender.send(_measure(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, extra_buffers))
-    except Exception as error:  # noqa: BLE001 - reported as the baseline's error
-        sender.send({"error": f"{type(error).__name__}: {error}"})
+def _decode(sender, *args) -> None:
+    sender.send(("result", _measure(*args)))
 
 
 def _measure(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, extra_buffers) -> dict:
@@ -66,10 +35,7 @@ def _measure(gguf_path, sizes, num_tokens, prompt_len, repeat, num_threads, extr
     # llama-cpp-python prints every llama.cpp log line unless its logger is raised (Llama(verbose=False) does
     # this; the low-level API used here does not): thousands of graph lines per batch size otherwise
     logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-    params = llama_cpp.llama_model_default_params()
-    if not extra_buffers:
-        params.use_extra_bufts = False
-    model = llama_cpp.llama_model_load_from_file(gguf_path.encode(), params)
+    model = llama_cpp.llama_model_load_from_file(gguf_path.encode(), model_params(extra_buffers))
     if not model:
         return {"error": f"llama.cpp could not load {gguf_path}"}
     try:

@@ -62,7 +62,8 @@ def test_the_candidate_stacks_the_childs_logits_and_passes_errors_on(monkeypatch
     rows = [np.ones((2, VOCAB), dtype=np.float32), np.zeros((2, VOCAB), dtype=np.float32)]
     seen = {}
 
-    def fake_run(gguf, prompts, num_tokens, threads, progress, target, extra):
+    def fake_run(gguf, work, args, extra, *, progress):
+        prompts, num_tokens, _threads = args
         seen.update(prompts=prompts, num_tokens=num_tokens, forced=extra[0])
         return {"name": "llama.cpp", "forced_logits": rows, "tokens": [[3, 4], [5, 0]]}
 
