@@ -47,7 +47,8 @@ def load_bench():
 
 
 def missing_bench(error: ImportError):
-    """A `bench` command that accepts any arguments (`--help` too), says what is missing and how to install it, and exits 1."""
+    """A `bench` command that accepts any arguments (`--help` too), says what is missing and how to install it,
+    and exits 1."""
     message = f"radixgate bench needs the bench extra ({error}): {INSTALL_HINT}"
     stub = typer.Typer(add_completion=False)
 
