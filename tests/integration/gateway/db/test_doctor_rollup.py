@@ -8,7 +8,7 @@ import random
 from datetime import datetime, timedelta, timezone
 
 
-from gateway.bench.stats.run import seed
+from bench.stats.run import seed
 from gateway.db import doctor_queries, make_engine, make_session_factory
 
 END = datetime(2026, 6, 1, 12, 30, tzinfo=timezone.utc)

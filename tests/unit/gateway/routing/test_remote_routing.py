@@ -16,13 +16,13 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from gateway.bench.server import free_port
 from gateway.errors import ApiError
 from gateway.routing.backend import BackendUnavailableError, GenerationParams, OutputFormat, PreparedPrompt, ToolChoice
 from gateway.tenants.isolation import cache_namespace
 from gateway.routing.remote import RemoteBackend
 from gateway.routing.salt import CacheSalter
 from gateway.routing.router import FailoverBackend, Router
+from tests.support.ports import free_port
 
 MESSAGES = ({"role": "system", "content": "You are terse."}, {"role": "user", "content": "say hello world"})
 
