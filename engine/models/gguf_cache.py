@@ -83,11 +83,21 @@ def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
     return cache_dir
 
 
-def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
-    """The HF directory for ``gguf_path``, dequantizing it on the first call."""
+def gguf_cache_dir(gguf_path: Path, cache_root: Path | None = None) -> Path:
+    """Where ``gguf_path``'s HF directory lives (one for every dtype: the weights are stored in fp32)."""
     # one folder per GGUF path, so two installs of the same file (two venvs) do not rebuild each other's
     path_key = hashlib.sha1(str(gguf_path.resolve()).encode()).hexdigest()[:10]
-    cache_dir = (cache_root or model_cache_root()) / f"{gguf_path.stem}-{path_key}"
+    return (cache_root or model_cache_root()) / f"{gguf_path.stem}-{path_key}"
+
+
+def is_gguf_cached(gguf_path: Path, cache_root: Path | None = None) -> bool:
+    """Whether ensure_gguf_cache(gguf_path, cache_root) would only read the cache (nothing to dequantize)."""
+    return is_cache_valid(gguf_cache_dir(gguf_path, cache_root), gguf_path)
+
+
+def ensure_gguf_cache(gguf_path: Path, cache_root: Path | None = None) -> Path:
+    """The HF directory for ``gguf_path``, dequantizing it on the first call."""
+    cache_dir = gguf_cache_dir(gguf_path, cache_root)
     if is_cache_valid(cache_dir, gguf_path):
         return cache_dir
     cache_dir.parent.mkdir(parents=True, exist_ok=True)

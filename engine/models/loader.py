@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from engine.models.gguf_cache import ensure_gguf_cache
+from engine.models.gguf_cache import ensure_gguf_cache, is_gguf_cached
 
 logger = logging.getLogger(__name__)
 
@@ -122,13 +122,26 @@ def load_from_dir(model_dir: Path, model_id: str) -> LoadedModel:
     return LoadedModel(config, state, tokenizer, model_id, max_context, eos_ids(config, tokenizer, model_dir), model_dir)
 
 
+def gguf_source(spec: str) -> Path | None:
+    """The GGUF file behind an alias or a ``.gguf`` path; None for any other spec (nothing to dequantize)."""
+    if spec in ALIASES:
+        return locate_alias(spec)
+    path = Path(spec).expanduser()
+    return path if path.is_file() and path.suffix == ".gguf" else None
+
+
+def is_model_cached(spec: str, cache_root: Path | None = None) -> bool:
+    """Whether resolve_model_dir(spec, cache_root) would only read a cache (no GGUF left to dequantize)."""
+    gguf = gguf_source(spec)
+    return gguf is None or is_gguf_cached(gguf, cache_root)
+
+
 def resolve_model_dir(spec: str, cache_root: Path | None) -> tuple[Path, str]:
     """(local HF directory, model id) for a spec; GGUF files are dequantized into the cache on first use."""
-    if spec in ALIASES:
-        return ensure_gguf_cache(locate_alias(spec), cache_root), ALIASES[spec][2]
+    gguf = gguf_source(spec)
+    if gguf is not None:
+        return ensure_gguf_cache(gguf, cache_root), ALIASES[spec][2] if spec in ALIASES else gguf.stem
     path = Path(spec).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return ensure_gguf_cache(path, cache_root), path.stem
     if path.is_dir():
         return path, path.name
     if path.suffix == ".gguf" or spec.startswith(("/", ".", "~")):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.canonicalize.surrogates import scrub_surrogates
+from gateway.generation.extras import ContextDoc
 
 
 class ChatMessage(BaseModel):
@@ -30,11 +31,6 @@ class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     include_usage: bool = False
-
-
-class ContextDoc(BaseModel):
-    id: str | None = None
-    text: str
 
 
 class ChatCompletionRequest(BaseModel):

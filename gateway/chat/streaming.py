@@ -18,13 +18,23 @@ as OpenAI does. An error after the stream started is sent as one
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, AsyncIterator
 
+from gateway.chat.render import chat_usage, openai_tool_calls
 from gateway.chat.schemas import ChatCompletionChunk, ChunkChoice, ChunkDelta, Usage
+from gateway.errors import from_exception
+from gateway.generation.answer import answer_events
+from gateway.generation.result import Answer
+
+if TYPE_CHECKING:
+    from gateway.generation.run import GenerationRun
+
+log = logging.getLogger(__name__)
 
 DONE_EVENT = b"data: [DONE]\n\n"
 ARGUMENT_FRAGMENT_CHARS = 16
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def encode_event(payload: dict) -> bytes:
@@ -76,3 +86,31 @@ class ChunkFactory:
 
 def error_event(body: dict) -> bytes:
     return encode_event(body)
+
+
+async def stream_events(run: GenerationRun, include_usage: bool) -> AsyncIterator[bytes]:
+    """The SSE byte stream for a started run; always ends with [DONE] unless the client left."""
+    factory = ChunkFactory(run.request_id, run.created, run.model_id, include_usage)
+    try:
+        yield factory.role()
+        async for event in answer_events(run):
+            if not isinstance(event, Answer):
+                yield factory.content(event.text)
+                continue
+            for frame in factory.tool_calls(openai_tool_calls(event.tool_calls) or []):
+                yield frame
+            yield factory.finish(event.finish_reason)
+            if include_usage:
+                yield factory.usage(chat_usage(event.usage))
+        run.finish()  # the row is spooled before the client can see [DONE]
+        yield DONE_EVENT
+    except Exception as exc:
+        run.fail_from(exc)
+        log.warning("stream %s failed after it started: %r", run.request_id, exc)
+        yield error_event(from_exception(exc).name_field(run.request.names).body())
+        yield DONE_EVENT
+    except BaseException as exc:
+        run.fail_from(exc)
+        raise
+    finally:
+        run.finish()

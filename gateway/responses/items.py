@@ -1,7 +1,8 @@
-"""Responses-API items: the client's input normalized into stored items, and items turned into chat messages.
+"""Responses-API items: the client's input normalized into stored items, and items turned into template messages.
 
     items = normalize_input(body.input)            # every item a dict with "type" and "id"; 400 on what we cannot serve
-    messages = items_to_messages(items)            # the chat messages those items mean, in order
+    messages = items_to_messages(items)            # the messages those items mean, in order, in the chat template's
+                                                   # form (gateway/generation/request.py)
     items = output_items(text, calls)               # what a generated answer becomes
 
 Invariant: `items_to_messages` is a pure function of the items, message by
@@ -21,6 +22,7 @@ import uuid
 from typing import Any
 
 from gateway.errors import bad_request
+from gateway.generation.result import ToolCall
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PART_TYPES = ("input_text", "output_text", "text", "refusal")
@@ -120,11 +122,11 @@ def items_to_messages(items: list[dict]) -> list[dict]:
     return messages
 
 
-def output_items(text: str, calls: list[dict] | None, status: str = "completed") -> list[dict]:
+def output_items(text: str, calls: tuple[ToolCall, ...] | list[ToolCall] | None, status: str = "completed") -> list[dict]:
     """A generated answer as output items: one function_call per tool call, else one assistant message."""
     if calls:
-        return [{"type": "function_call", "id": new_item_id("function_call"), "call_id": call["id"],
-                 "name": call["function"]["name"], "arguments": call["function"]["arguments"], "status": "completed"}
+        return [{"type": "function_call", "id": new_item_id("function_call"), "call_id": call.id,
+                 "name": call.name, "arguments": call.arguments, "status": "completed"}
                 for call in calls]
     return [message_item(text, status)]
 

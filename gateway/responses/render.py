@@ -2,7 +2,7 @@
 
     turn = ResponseTurn(response_id, body, input_items, model_id, created_at)
     turn.response("in_progress")                                  # what response.created carries
-    turn.response(status_of(finish_reason), output, usage)        # the finished one
+    turn.response(response_status(answer), output, answer.usage)  # the finished one
 
 A generation cut by max_output_tokens is "incomplete" with
 incomplete_details.reason "max_output_tokens"; anything else that finished is
@@ -23,7 +23,7 @@ from gateway.responses.schemas import (
 )
 
 if TYPE_CHECKING:
-    from gateway.chat.schemas import Usage
+    from gateway.generation.result import Answer, Usage
     from gateway.responses.schemas import ResponsesRequest
 
 DEFAULT_TEXT = {"format": {"type": "text"}}
@@ -52,7 +52,7 @@ class ResponseTurn:
             max_output_tokens=body.max_output_tokens,
             model=self.model_id,
             output=output or [],
-            parallel_tool_calls=body.parallel_tool_calls is True,  # unset: one call (gateway/chat/output_spec.py)
+            parallel_tool_calls=body.parallel_tool_calls is True,  # unset: one call (gateway/generation/output_spec.py)
             previous_response_id=body.previous_response_id,
             prompt_cache_key=body.prompt_cache_key,
             store=body.store is not False,
@@ -67,15 +67,16 @@ class ResponseTurn:
         )
 
 
-def status_of(finish_reason: str) -> str:
-    return "incomplete" if finish_reason == "length" else "completed"
+def response_status(answer: Answer) -> str:
+    """"completed", or "incomplete" for a text answer cut by max_output_tokens (a call is always complete)."""
+    return "incomplete" if answer.finish_reason == "length" and not answer.tool_calls else "completed"
 
 
 def response_usage(usage: Usage) -> ResponseUsage:
-    cached = usage.prompt_tokens_details.cached_tokens
+    cached = usage.cached_tokens
     return ResponseUsage(
         input_tokens=usage.prompt_tokens,
-        input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=usage.prompt_tokens - cached),
+        input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=usage.uncached_tokens),
         output_tokens=usage.completion_tokens,
         output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
         total_tokens=usage.total_tokens,

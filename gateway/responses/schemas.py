@@ -1,8 +1,8 @@
 """OpenAI Responses-API request and response models (names and shapes as in openai.types.responses).
 
 The request accepts unknown fields (clients send vendor extras) but validates
-the ones it uses; radixgate's chat extras (`template`, `context`,
-`canonicalize`) pass through to the chat request. Input and output items stay
+the ones it uses; radixgate's extras (`template`, `context`,
+`canonicalize`) are read by gateway/responses/parse.py. Input and output items stay
 plain dicts, normalized by gateway/responses/items.py.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.canonicalize.surrogates import scrub_surrogates
 
 METADATA_MAX_KEYS, METADATA_MAX_KEY_CHARS, METADATA_MAX_VALUE_CHARS = 16, 64, 512
 
@@ -35,7 +37,7 @@ class ResponsesRequest(BaseModel):
     stream: bool | None = False
     user: str | None = None
     safety_identifier: str | None = None
-    # accepted so that a value radixgate cannot honour is a 400 naming it (gateway/responses/to_chat.py)
+    # accepted so that a value radixgate cannot honour is a 400 naming it (gateway/responses/parse.py)
     background: bool | None = None
     conversation: Any = None
     truncation: str | None = None
@@ -43,6 +45,11 @@ class ResponsesRequest(BaseModel):
     include: list[str] | None = None
     prompt: Any = None
     reasoning: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub_surrogates(cls, data: Any) -> Any:
+        return scrub_surrogates(data)
 
     @field_validator("metadata")
     @classmethod

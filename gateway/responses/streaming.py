@@ -17,7 +17,7 @@
 
 Every event's data carries its `type` and a `sequence_number` counting up from
 0. Text streams token by token unless it could be the start of a tool call
-(then it is held, as for chat completions, gateway/chat/tool_calls.py). The
+(then it is held, as for chat completions, gateway/generation/tool_calls.py). The
 response is stored before the final event is sent, so a client may chain to it
 as soon as it sees response.completed. An error after the stream started is
 one response.failed event (nothing stored).
@@ -31,14 +31,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator
 
 from gateway.errors import from_exception
+from gateway.generation.answer import answer_events
+from gateway.generation.result import Answer
 from gateway.responses.items import message_item, new_item_id, output_items, text_part
-from gateway.responses.render import status_of
+from gateway.responses.render import response_status
 from gateway.responses.service import save
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
     from gateway.responses.schemas import ResponseObject
     from gateway.responses.service import StartedResponse
-    from gateway.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -109,47 +112,41 @@ def call_events(events: EventWriter, call_item: dict) -> list[bytes]:
     ]
 
 
-async def stream_response(gw: GatewayState, started: StartedResponse) -> AsyncIterator[bytes]:
+async def stream_response(started: StartedResponse, *, session_factory: sessionmaker[Session]) -> AsyncIterator[bytes]:
     """The SSE byte stream of a started response; the run is finished whatever happens."""
     run, turn = started.run, started.turn
     events = EventWriter()
-    detector = run.make_tool_call_detector()
-    message, backend_calls = None, []
+    message, answer = None, None
     try:
         yield events.lifecycle("response.created", turn.response("in_progress"))
         yield events.lifecycle("response.in_progress", turn.response("in_progress"))
-        async for chunk in run.chunks():
-            text = detector.feed(chunk.text)
-            backend_calls.extend(chunk.tool_calls)
-            if text and message is None:
-                message, opening = open_message(events)
-                for frame in opening:
-                    yield frame
-            if text:
-                yield text_delta(events, message, text)
-        rest, calls = detector.finish()
-        calls = calls or backend_calls or None
-        status = "completed" if calls else status_of(run.finish_reason)
-        if rest or (message is None and not calls):
+        async for event in answer_events(run):
+            if isinstance(event, Answer):  # always the last event
+                answer = event
+                continue
             if message is None:
                 message, opening = open_message(events)
                 for frame in opening:
                     yield frame
-            if rest:
-                yield text_delta(events, message, rest)
+            yield text_delta(events, message, event.text)
+        status = response_status(answer)
+        if message is None and not answer.tool_calls:  # an empty answer is still one (empty) message
+            message, opening = open_message(events)
+            for frame in opening:
+                yield frame
         for frame in close_message(events, message, status) if message is not None else []:
             yield frame
-        for call_item in output_items("", calls) if calls else []:
+        for call_item in output_items("", answer.tool_calls) if answer.tool_calls else []:
             for frame in call_events(events, call_item):
                 yield frame
-        response = turn.response(status, events.output, run.api_usage())
-        await save(gw, started, response)
+        response = turn.response(status, events.output, answer.usage)
+        await save(started, response, session_factory=session_factory)
         run.finish()  # the row is spooled before the client can see the final event
         yield events.lifecycle("response.incomplete" if status == "incomplete" else "response.completed", response)
     except Exception as exc:
         run.fail_from(exc)
         log.warning("response stream %s failed after it started: %r", turn.response_id, exc)
-        error = from_exception(exc)
+        error = from_exception(exc).name_field(run.request.names)
         yield events.lifecycle("response.failed", turn.response(
             "failed", events.output, run.api_usage(), {"code": error.code or "server_error", "message": error.message}))
     except BaseException as exc:

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING
 
 from fastapi import APIRouter
 
-from gateway.chat.models import resolve_model
-from gateway.chat.prepare import load_tenant_template, prepare_for_tenant, render_sections
+from gateway.chat.parse import generation_request
 from gateway.chat.schemas import ChatCompletionRequest
-from gateway.deps import StateDep, TenantDep
+from gateway.deps import PreparerDep, ServedModelsDep, TenantDep
+from gateway.errors import ApiError
+from gateway.generation.canonical_render import render_sections
 
 if TYPE_CHECKING:
     from gateway.db.models import Tenant
-    from gateway.state import GatewayState
+    from gateway.generation.preparer import Preparer
+    from gateway.generation.served_models import ServedModels
 
 router = APIRouter(tags=["canonicalize"])
 
@@ -32,23 +34,28 @@ class CanonicalizeRequest(ChatCompletionRequest):
 
 
 @router.post("/v1/canonicalize")
-async def preview(body: CanonicalizeRequest, tenant: TenantDep, gw: StateDep) -> dict:
+async def preview(body: CanonicalizeRequest, tenant: TenantDep, preparer: PreparerDep, models: ServedModelsDep) -> dict:
     """Canonicalize, render and tokenize the body exactly as /v1/chat/completions would."""
     body = body.model_copy(update={"canonicalize": True, "stream": False})
-    return await asyncio.to_thread(build_preview, gw, tenant, body)
+    return await asyncio.to_thread(build_preview, body, tenant=tenant, preparer=preparer, models=models)
 
 
-def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -> dict:
+def build_preview(body: CanonicalizeRequest, *, tenant: Tenant, preparer: Preparer, models: ServedModels) -> dict:
     """The preview for `tenant` (its own templates and dynamic rules)."""
-    tenant_template = load_tenant_template(gw.session_factory, tenant.id, body.template) if body.template else None
-    prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), tenant_template)
+    request = generation_request(body)
+    tenant_template = preparer.load_template(tenant.id, body.template) if body.template else None
+    try:
+        prepared = preparer.prepare(request, tenant=tenant, model_id=models.resolve(body.model),
+                                    tenant_template=tenant_template)
+    except ApiError as exc:
+        raise exc.name_field(request.names)
     if tenant_template is not None:
         source = tenant_template.source
     elif prepared.template_name == "inline":
         source = body.template
     else:
-        source = builtin_source(gw.templates, prepared.template_name)
-    page_size = gw.prompt_model.page_size
+        source = builtin_source(preparer.templates, prepared.template_name)
+    page_size = preparer.prompt_model.page_size
     return {
         "object": "canonicalization",
         "model": prepared.prompt.model,
@@ -63,7 +70,7 @@ def build_preview(gw: GatewayState, tenant: Tenant, body: CanonicalizeRequest) -
         "static_prefix_len": prepared.prompt.static_prefix_len,
         "page_size": page_size,
         "static_prefix_pages": prepared.prompt.static_prefix_len // page_size,
-        "segments": segments(gw, prepared, body.template, tenant_template),
+        "segments": segments(preparer, prepared, body.template, tenant_template),
         "lint": lint_findings(source),
         "rendered": prepared.prompt.text,
     }
@@ -86,9 +93,10 @@ def lint_findings(source: str | None) -> list[dict]:
     ]
 
 
-def segments(gw: GatewayState, prepared, name: str | None, tenant_template) -> list[dict]:
+def segments(preparer: Preparer, prepared, name: str | None, tenant_template) -> list[dict]:
     """The rendered prompt's segments in order, each with its section and token count."""
-    rendered = render_sections(gw.templates, prepared.sections, gw.prompt_model.tokenizer, name, tenant_template)
+    rendered = render_sections(preparer.templates, prepared.sections, preparer.prompt_model.tokenizer, name,
+                               tenant_template)
     return [
         {"section": section, "text": str(text), "num_tokens": prepared.section_tokens.get(section, 0)}
         for section, text in rendered.segments

@@ -1,26 +1,31 @@
-"""POST /v1/chat/completions: OpenAI-compatible, streaming or not. The request path lives in gateway/chat/service.py."""
+"""POST /v1/chat/completions: OpenAI-compatible, streaming or not. The wire format is gateway/chat/;
+the request path it shares with every other wire format is gateway/generation/."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from gateway.chat import service as chat_service
-from gateway.chat.run_stream import RunStreamingResponse
+from gateway.chat.parse import generation_request
+from gateway.chat.render import chat_completion
 from gateway.chat.schemas import ChatCompletion, ChatCompletionRequest
-from gateway.deps import CallerDep, StateDep
+from gateway.chat.streaming import stream_events
+from gateway.deps import CallerDep, RequestPathDep
+from gateway.generation.answer import complete
+from gateway.generation.streaming_response import RunStreamingResponse
 
 router = APIRouter(tags=["chat"])
 
 
 @router.post("/v1/chat/completions", response_model=None)
 async def create_chat_completion(
-    body: ChatCompletionRequest, caller: CallerDep, gw: StateDep, request: Request, response: Response
+    body: ChatCompletionRequest, caller: CallerDep, path: RequestPathDep, request: Request, response: Response
 ) -> ChatCompletion | RunStreamingResponse:
     """Canonicalize, generate and answer; with `stream: true` the answer is Server-Sent Events.
     Both carry the tenant's x-ratelimit-* headers when it has per-minute limits."""
-    run = await chat_service.start_chat(gw, caller, body, request)
+    run = await path.start(lambda: generation_request(body), model=body.model, caller=caller, http_request=request)
     headers = run.rate_state.headers() if run.rate_state else {}
     if body.stream:
-        return RunStreamingResponse(chat_service.stream_events(run), run, headers)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return RunStreamingResponse(stream_events(run, include_usage), run, headers)
     response.headers.update(headers)
-    return await chat_service.complete(run)
+    return chat_completion(run, await complete(run))

@@ -11,11 +11,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from engine import QuotaExceededError
 from gateway.canonicalize.surrogates import scrub_surrogates
-from gateway.chat.request_limits import check_count, check_strings
+from gateway.generation.request_limits import check_count, check_strings
 from gateway.db.models import Pin
-from gateway.deps import SessionDep, StateDep, TenantDep
+from gateway.deps import LimitsDep, PinnerDep, SessionDep, TenantDep
 from gateway.errors import bad_request, conflict, from_exception, not_found
-from gateway.pins import service as pins
+from gateway.pins import rows
+from gateway.pins.book import PinQuotaError, PinSpec, PinTooShortError
 from gateway.prompt_templates import TemplateError, TemplateNotFound
 
 router = APIRouter(prefix="/v1/pins", tags=["pins"])
@@ -46,16 +47,16 @@ class PinOut(BaseModel):
     is_warm: bool
 
 
-def pin_out(gw, pin: Pin) -> PinOut:
+def pin_out(pinner, pin: Pin) -> PinOut:
     return PinOut(
         id=pin.id,
         template=pin.template,
         num_tokens=pin.num_tokens,
-        hits=pins.record_hits(gw, pin),
+        hits=pinner.record_hits(pin),
         ttl_seconds=pin.ttl_seconds,
         expires_at=pin.expires_at,
         created_at=pin.created_at,
-        is_warm=pin.id in pins.pin_book(gw).live,
+        is_warm=pinner.is_warm(pin),
     )
 
 
@@ -63,43 +64,44 @@ def check_pin_limits(body: PinCreate, limits) -> None:
     """ttl_seconds within limits.max_pin_ttl_s, at most max_tools/max_documents, every string within max_field_chars."""
     if body.ttl_seconds is not None and body.ttl_seconds > limits.max_pin_ttl_s:
         raise bad_request(f"ttl_seconds may be at most {limits.max_pin_ttl_s}.", "ttl_seconds", "invalid_ttl")
-    check_count("tools", len(body.tools or ()), limits.max_tools)
-    check_count("context", len(body.context or ()), limits.max_documents)
-    check_strings(body.model_dump(mode="json"), limits.max_field_chars, "")
+    check_count(("tools",), len(body.tools or ()), limits.max_tools)
+    check_count(("context",), len(body.context or ()), limits.max_documents)
+    check_strings(body.model_dump(mode="json"), limits.max_field_chars, ())
 
 
 @router.post("", status_code=201, response_model=PinOut)
-async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, gw: StateDep) -> PinOut:
+async def create_pin(body: PinCreate, tenant: TenantDep, session: SessionDep, pinner: PinnerDep,
+                     limits: LimitsDep) -> PinOut:
     """Render the static prefix, prefill it in the tenant's namespace and pin it."""
-    if gw.engine is None:
+    if pinner.engine is None:
         raise bad_request("Pins need the embedded engine; this gateway serves only remote backends.")
-    check_pin_limits(body, gw.settings.limits)
-    spec = pins.PinSpec(system=body.system, tools=body.tools or [], context=body.context or [], template=body.template)
+    check_pin_limits(body, limits)
+    spec = PinSpec(system=body.system, tools=body.tools or [], context=body.context or [], template=body.template)
     try:
-        pin = await pins.create_pin(gw, session, tenant, spec, body.ttl_seconds)
-    except pins.PinQuotaError as exc:
+        pin = await pinner.create(session, tenant, spec, body.ttl_seconds)
+    except PinQuotaError as exc:
         raise conflict(str(exc), code="pin_quota_exceeded") from exc
-    except pins.PinTooShortError as exc:
+    except PinTooShortError as exc:
         raise bad_request(str(exc), "system") from exc
     except (TemplateNotFound, TemplateError, QuotaExceededError) as exc:
         raise from_exception(exc) from exc
     except ValueError as exc:  # malformed tools or context the schema let through (the message names it)
         raise bad_request(f"Malformed pin body: {exc}", None, "invalid_request_body") from exc
-    return pin_out(gw, pin)
+    return pin_out(pinner, pin)
 
 
 @router.get("")
-def list_pins(tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
+def list_pins(tenant: TenantDep, session: SessionDep, pinner: PinnerDep) -> dict:
     """The tenant's live pins: tokens pinned and hits served."""
-    data = [pin_out(gw, pin) for pin in pins.list_live_pins(session, tenant.id)]
+    data = [pin_out(pinner, pin) for pin in rows.list_live_pins(session, tenant.id)]
     return {"object": "list", "data": data, "num_pinned_tokens": sum(p.num_tokens for p in data)}
 
 
 @router.delete("/{pin_id}")
-def delete_pin(pin_id: int, tenant: TenantDep, session: SessionDep, gw: StateDep) -> dict:
+def delete_pin(pin_id: int, tenant: TenantDep, session: SessionDep, pinner: PinnerDep) -> dict:
     """Unpin: the prefix stays cached but becomes evictable."""
     pin = session.get(Pin, pin_id)
     if pin is None or pin.tenant_id != tenant.id or pin.deleted_at is not None:
         raise not_found(f"No pin with id {pin_id}.", "pin_id")
-    pins.unpin(gw, pin)
+    pinner.unpin(pin)
     return {"id": pin_id, "object": "pin", "deleted": True, "hits": pin.hits}

@@ -116,7 +116,9 @@ async def estimate(name: str, body: EstimateRequest, tenant: TenantDep, session:
     limit = min(body.max_requests or gw.settings.what_if_max_requests, gw.settings.what_if_max_requests)
     await asyncio.to_thread(flush_side_writes, gw)
     recent = samples.list_samples(session, tenant.id, name, limit)
-    figures = await asyncio.to_thread(studio.estimate, gw, tenant, name, body.source, base, recent)
+    figures = await asyncio.to_thread(
+        studio.estimate, tenant, name, body.source, base, recent, preparer=gw.path.preparer, models=gw.path.models,
+        max_tokens=gw.settings.canonical_shadow_max_tokens_per_tenant)
     return {"object": "template.estimate", "name": name, "num_requests": len(recent),
             "base_version": base.version if base else None, **figures, "lint": [f.model_dump() for f in findings]}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, AsyncIterator
 
-from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.routing.backend import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
 
 if TYPE_CHECKING:
     from engine import Engine
@@ -36,6 +36,11 @@ class EmbeddedBackend:
 
     def abort(self, request_id: str) -> None:
         self.engine.abort(request_id)
+
+    def check_grammar(self, grammar) -> None:
+        """Compile `grammar` into the engine's grammar cache now (GrammarError if it does not compile), so
+        `stream`, on the event loop, only copies the cached matcher."""
+        self.engine.compile_grammar(grammar)
 
     async def stream(
         self, prompt: PreparedPrompt, params: GenerationParams, namespace: str, request_id: str

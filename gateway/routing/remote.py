@@ -23,8 +23,9 @@ import logging
 import time
 from typing import Any, AsyncIterator
 
-from gateway.routing.base import (
-    BackendChunk, BackendStreamError, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt,
+from gateway.routing.backend import (
+    BackendChunk, BackendStreamError, BackendUnavailableError, BackendUsage, GenerationParams, OutputFormat, PreparedPrompt,
+    ToolChoice,
 )
 from gateway.routing.health import BackendHealth
 
@@ -51,7 +52,7 @@ def import_litellm() -> Any:
 
 
 class RemoteBackend:
-    """One remote OpenAI-compatible server; implements routing.base.Backend."""
+    """One remote OpenAI-compatible server; implements routing.backend.Backend."""
 
     def __init__(
         self,
@@ -146,9 +147,9 @@ class RemoteBackend:
             "num_retries": 0,
         }
         optional = {"seed": params.seed, "stop": list(params.stop) or None, "user": params.user,
-                    "response_format": params.response_format}
+                    "response_format": openai_response_format(params.output)}
         if params.tools:
-            optional.update(tools=[dict(t) for t in params.tools], tool_choice=params.tool_choice,
+            optional.update(tools=[dict(t) for t in params.tools], tool_choice=openai_tool_choice(params.tool_choice),
                             parallel_tool_calls=params.parallel_tool_calls)
         kwargs.update({k: v for k, v in optional.items() if v is not None})
         if self.salter is not None and namespace is not None:
@@ -255,3 +256,20 @@ class ToolCallAccumulator:
 
     def calls(self) -> tuple[dict, ...]:
         return tuple(self._calls[i] for i in sorted(self._calls))
+
+
+def openai_response_format(output: OutputFormat | None) -> dict | None:
+    """The output constraint as OpenAI's `response_format` (what a remote's chat endpoint reads)."""
+    if output is None:
+        return None
+    if output.kind != "json_schema":
+        return {"type": output.kind}
+    spec = {"name": output.name, "schema": output.schema, "strict": output.strict, "description": output.description}
+    return {"type": "json_schema", "json_schema": {key: value for key, value in spec.items() if value is not None}}
+
+
+def openai_tool_choice(choice: ToolChoice | None) -> str | dict | None:
+    """The tool choice as OpenAI's `tool_choice`."""
+    if choice is None or choice.mode != "function":
+        return None if choice is None else choice.mode
+    return {"type": "function", "function": {"name": choice.name}}

@@ -20,7 +20,7 @@ import random
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
 from gateway.routing.affinity import affinity_key
-from gateway.routing.base import Backend, BackendChunk, BackendUnavailableError, GenerationParams, PreparedPrompt
+from gateway.routing.backend import Backend, BackendChunk, BackendUnavailableError, GenerationParams, PreparedPrompt
 from gateway.routing.load import LoadTracker
 from gateway.routing.policy import RoutingPolicy
 from gateway.routing.route_index import RouteIndex
@@ -86,7 +86,7 @@ class FailoverBackend:
 
 
 class Router:
-    """Implements routing.base.BackendRouter over an optional embedded backend and remote ones."""
+    """Implements routing.backend.BackendRouter over an optional embedded backend and remote ones."""
 
     def __init__(
         self, embedded: Backend | None, remotes: Sequence[Backend] = (), *, policy: RoutingPolicy | None = None,
@@ -126,6 +126,13 @@ class Router:
         if not order:
             raise BackendUnavailableError("every backend for this model is down; retry after their cooldown")
         return FailoverBackend([candidates[i] for i in order], self.loads, self.index)
+
+    def check_grammar(self, grammar: Any) -> None:
+        """Compile `grammar` where it will run (the embedded engine; GrammarError if it does not compile).
+        Remotes enforce their own output constraints: nothing to check for them. Blocking: call it from a
+        worker thread."""
+        if self.embedded is not None:
+            self.embedded.check_grammar(grammar)
 
     def describe(self) -> list[dict[str, Any]]:
         """Each backend's health, load and traffic, for GET /admin/backends."""

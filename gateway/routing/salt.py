@@ -2,7 +2,7 @@
 
 vLLM and SGLang keep one prefix cache for every caller; a request's `cache_salt` partitions it, so
 two requests share cached blocks only when their salts are equal. The gateway derives the salt
-itself from the tenant's cache namespace (routing/base.cache_namespace: the tenant, or its cache
+itself from the tenant's cache namespace (tenants/isolation.cache_namespace: the tenant, or its cache
 group, plus the model): tenants of one cache group share a salt (and so their shared prompts are
 prefilled once), other tenants never do. A client's own `cache_salt` is never forwarded
 (routing/remote.py builds the upstream request from the prepared prompt, not the body).

@@ -1,7 +1,9 @@
 """The template studio's service: diffs between versions or a draft, and the what-if estimate.
 
 Functions take a session and never commit; the estimate prepares requests with the gateway's
-own request path (chat/prepare.py), so what it replays is what chat completions would send.
+own Preparer (gateway/generation/preparer.py), so what it replays is what a request would send.
+Samples are stored in chat completions' body shape (GenerationRequest.sample_body), so the replay
+reads them back with that wire format's parser.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from gateway.chat.models import resolve_model
-from gateway.chat.prepare import TenantTemplate, prepare_for_tenant
+from gateway.chat.parse import generation_request
 from gateway.chat.schemas import ChatCompletionRequest
+from gateway.generation.prepare import TenantTemplate
 from gateway.insight.what_if import replay
 from gateway.prompt_templates import labels
 
@@ -19,8 +21,9 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from gateway.db.models import Tenant, TemplateVersion
+    from gateway.generation.preparer import Preparer
+    from gateway.generation.served_models import ServedModels
     from gateway.prompt_templates.samples import Sample
-    from gateway.state import GatewayState
 
 DRAFT = "draft"
 
@@ -42,18 +45,19 @@ def resolve_base(session: Session, tenant_id: int, name: str, base: str | None) 
 
 
 def estimate(
-    gw: GatewayState, tenant: Tenant, name: str, draft: str, base: TemplateVersion | None, recent: list[Sample]
+    tenant: Tenant, name: str, draft: str, base: TemplateVersion | None, recent: list[Sample], *, preparer: Preparer,
+    models: ServedModels, max_tokens: int,
 ) -> dict:
-    """Replay `recent` through the draft and the base version (what_if.py); ApiError 400 if the draft fails."""
+    """Replay `recent` through the draft and the base version (what_if.py); ApiError 400 if the draft fails.
+    `max_tokens` bounds each variant's oracle (the canonical shadow's bound)."""
     variants = {DRAFT: TenantTemplate(name, 0, draft)}
     if base is not None:
         variants["current"] = TenantTemplate(name, base.version, base.source)
-    page_size = gw.prompt_model.page_size
-    max_tokens = gw.settings.canonical_shadow_max_tokens_per_tenant
+    page_size = preparer.prompt_model.page_size
     result = {}
     for key, template in variants.items():
         estimate_of = replay(
-            recent, lambda sample, t=template: prepare_sample(gw, tenant, sample, t), page_size=page_size,
+            recent, lambda sample, t=template: prepare_sample(preparer, models, tenant, sample, t), page_size=page_size,
             max_tokens=max_tokens, template_version=template.version or None,
         )
         result[key] = estimate_of.to_dict()
@@ -61,11 +65,13 @@ def estimate(
     return result
 
 
-def prepare_sample(gw: GatewayState, tenant: Tenant, sample: Sample, template: TenantTemplate) -> tuple[list[int], int]:
+def prepare_sample(preparer: Preparer, models: ServedModels, tenant: Tenant, sample: Sample, template: TenantTemplate
+                   ) -> tuple[list[int], int]:
     """The prompt token ids and static prefix length `sample` gets under `template`."""
     body = ChatCompletionRequest.model_validate(
         {"model": "default", **sample.body, "template": template.name, "stream": False}
     )
-    body = body.model_copy(update={"canonicalize": True})
-    prepared = prepare_for_tenant(gw, tenant, body, resolve_model(gw, body.model), template, received_at=sample.created_at)
+    request = generation_request(body.model_copy(update={"canonicalize": True}))
+    prepared = preparer.prepare(request, tenant=tenant, model_id=models.resolve(body.model), tenant_template=template,
+                                received_at=sample.created_at)
     return list(prepared.prompt.token_ids), prepared.prompt.static_prefix_len

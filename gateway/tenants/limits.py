@@ -1,7 +1,7 @@
 """TenantLimits: how many requests each tenant may have in flight at once.
 
 A chat run takes one slot when it is admitted and gives it back when it
-finishes (gateway/chat/run.py, ChatRun.admit / ChatRun.finish).
+finishes (gateway/generation/run.py, GenerationRun.admit / GenerationRun.finish).
 """
 
 from __future__ import annotations

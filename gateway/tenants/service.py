@@ -6,7 +6,7 @@ Invariants:
   looks the hash up, so no plaintext comparison ever happens.
 - Functions here take a session and never commit: the caller's session scope commits or rolls
   back in one place (deps.SessionDep for routes, session_scope for the CLI and start-up).
-- Cache namespaces are computed in one place, `gateway.routing.base.cache_namespace`.
+- Cache namespaces are computed in one place, `gateway.tenants.isolation.cache_namespace`.
 """
 
 from __future__ import annotations

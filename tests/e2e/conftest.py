@@ -1,7 +1,7 @@
 """Shared e2e fixtures: one real `radixgate serve` process per session, and fresh tenants on it.
 
 The server is the installed `radixgate serve` console script with no flags, started by
-gateway.bench.server.ServerProcess in an empty working directory on a free loopback port: the
+bench.server.ServerProcess in an empty working directory on a free loopback port: the
 database is radixgate.db there (the default ./radixgate.db, pinned by ServerProcess so an outer
 RADIXGATE_DB_URL cannot redirect it) and the model is the default one; besides the port, host
 and admin key, only a smaller KV cache and the CPU device come from RADIXGATE_* environment
@@ -18,7 +18,7 @@ import uuid
 import httpx
 import pytest
 
-from gateway.bench.server import ServerProcess
+from bench.server import ServerProcess
 from tests.support.server_process import RADIXGATE
 
 STARTUP_TIMEOUT_S = 240

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.bench.agent.run import run_agent_bench
-from gateway.bench.workloads.agent import generate_workload
+from bench.agent.run import run_agent_bench
+from bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.bench.load.run import TENANTS, run_load_bench
+from bench.load.run import TENANTS, run_load_bench
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,9 @@ import time
 import httpx
 import pytest
 
-from gateway.bench.cluster.fleet import Fleet
-from gateway.bench.cluster.run import run_cluster_bench, run_mode, warm_up
-from gateway.bench.workloads.agent import generate_workload
+from bench.cluster.fleet import Fleet
+from bench.cluster.run import run_cluster_bench, run_mode, warm_up
+from bench.workloads.agent import generate_workload
 
 pytestmark = pytest.mark.slow
 

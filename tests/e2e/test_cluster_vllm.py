@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.bench.cluster.fleet import Fleet, Remote
-from gateway.bench.cluster.run import run_mode
-from gateway.bench.cluster.salts import salt_check
-from gateway.bench.workloads.agent import generate_workload
+from bench.cluster.fleet import Fleet, Remote
+from bench.cluster.run import run_mode
+from bench.cluster.salts import salt_check
+from bench.workloads.agent import generate_workload
 from tests.support.vllm_server import SERVED_NAME, default_model_dir, vllm_python, vllm_server
 
 pytestmark = pytest.mark.slow

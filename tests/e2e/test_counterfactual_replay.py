@@ -16,8 +16,8 @@ import time
 import httpx
 import pytest
 
-from gateway.bench.agent.run import GatewayClient, replay
-from gateway.bench.workloads.agent import generate_workload
+from bench.agent.run import GatewayClient, replay
+from bench.workloads.agent import generate_workload
 from tests.support.server_process import RADIXGATE
 
 pytestmark = pytest.mark.slow

@@ -73,7 +73,7 @@ def migrated_url(db_url) -> str:
 
 @pytest.fixture(scope="session")
 def smollm():
-    from engine import load_model
+    from engine.models.loader import load_model
 
     return load_model("smollm2-135m")
 
@@ -81,7 +81,9 @@ def smollm():
 @pytest.fixture(scope="session")
 def runners(smollm):
     """(num_pages, page_size) -> an fp32 CPU ModelRunner over its own KVPool, built once."""
-    from engine import KVPool, ModelRunner, ModelShape
+    from engine import KVPool
+    from engine.models.llama import ModelShape
+    from engine.runner import ModelRunner
 
     built = {}
 

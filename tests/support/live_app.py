@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from gateway.bench.server import free_port
+from tests.support.ports import free_port
 
 
 @contextmanager

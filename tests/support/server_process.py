@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gateway.bench.server import free_port
+from tests.support.ports import free_port
 
 __all__ = ["RADIXGATE", "free_port"]
 

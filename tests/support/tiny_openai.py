@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from gateway.bench.server import free_port
+from tests.support.ports import free_port
 
 UPSTREAM_SECRET = "upstream-internal-detail-7f3a"
 ARRIVALS = itertools.count()  # shared by every server: `received` bodies carry "_arrival", in global order

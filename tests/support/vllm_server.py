@@ -34,11 +34,11 @@ def default_model_dir() -> Path:
 
 
 def vllm_server(python: Path, model_dir: Path, index: int = 0):
-    """The bench's vLLM server (gateway/bench/http_peers.py) as the fleet tests start it: bfloat16,
+    """The bench's vLLM server (bench/http_peers.py) as the fleet tests start it: bfloat16,
     1 GB of KV; the tests run two side by side, so server `index` gets half the cores, its own half;
     a context manager whose `url` has no /v1."""
-    from gateway.bench.cluster.fleet import threads_per_node
-    from gateway.bench.http_peers import VllmServer
+    from bench.cluster.fleet import threads_per_node
+    from bench.http_peers import VllmServer
 
     per_server = threads_per_node(2)
     first = index * per_server % (os.cpu_count() or 1)

@@ -1,8 +1,10 @@
 """Imports run one way (STYLE.md): gateway -> engine (through engine/__init__ only),
 dashboard -> gateway.db (plus the key check of gateway.tenants, so a dashboard sign-in hashes
 and looks keys up exactly as the gateway does, and the cache doctor, whose diagnosis the doctor
-page shows); the engine imports no web, database or gateway code; no module imports itself in a
-circle, and neither does a folder (a sub-package of engine/ or gateway/)."""
+page shows), bench -> gateway, engine (engine internals allowed, bench/__init__.py); the engine
+imports no web, database or gateway code; nothing in engine, gateway or dashboard imports bench;
+no module imports itself in a circle, and neither does a folder (a sub-package of engine/ or
+gateway/)."""
 
 import ast
 import re
@@ -12,7 +14,9 @@ import pytest
 
 from tests.support.paths import REPO_ROOT
 
-PACKAGES = ("engine", "gateway", "dashboard")
+PACKAGES = ("engine", "gateway", "dashboard", "bench")
+PRODUCT = ("engine", "gateway", "dashboard")
+BENCH_ALLOWED = {"bench", "gateway", "engine"}  # of the first-party packages
 ENGINE_FORBIDDEN = {"gateway", "dashboard", "fastapi", "sqlalchemy", "litellm", "starlette", "streamlit", "pydantic"}
 WEB_STACK = {"fastapi", "starlette", "uvicorn"}
 DASHBOARD_KEY_CHECK = {"gateway.tenants.service", "gateway.tenants.admin_keys", "gateway.tenants"}
@@ -121,6 +125,18 @@ def test_doctor_reads_only_the_database_layer(path):
     gateway_imports = {m for m in imported_modules(path) if m.split(".")[0] == "gateway"}
     outside = sorted(m for m in gateway_imports if not within(m, "gateway.db") and not within(m, DASHBOARD_DOCTOR))
     assert not outside, f"{rel(path)} imports {outside}"
+
+
+@pytest.mark.parametrize("path", [p for package in PRODUCT for p in source_files(package)], ids=rel)
+def test_the_product_imports_nothing_from_bench(path):
+    roots = {name.split(".")[0] for name in imported_modules(path)}
+    assert "bench" not in roots, f"{rel(path)} imports the bench (radixgate bench is found by name at run time)"
+
+
+@pytest.mark.parametrize("path", source_files("bench"), ids=rel)
+def test_bench_imports_only_gateway_and_engine_of_the_first_party_packages(path):
+    first_party = {name.split(".")[0] for name in imported_modules(path)} & {*PACKAGES, "tests", "migrations"}
+    assert first_party <= BENCH_ALLOWED, f"{rel(path)} imports {sorted(first_party - BENCH_ALLOWED)}"
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -3,6 +3,8 @@
     native_kernels()   the compiled module, or None where it cannot be built (no compiler, a failed
                        build): callers then keep torch's kernels
     native_for(dtype, device)   the module for rows of that dtype there: float32 and bfloat16 on a CPU
+                       (one build serves both)
+    is_built()         whether the build is cached already (`radixgate warmup` reports it)
 
 Whether an engine uses them at all is EngineConfig.native_kernels, passed down to each kernel's
 constructor (``native=``); this module reads no environment.
@@ -47,6 +49,14 @@ def build_name() -> str:
     digest.update(" ".join(CFLAGS).encode())
     digest.update(_cpu_signature().encode())
     return f"radixgate_cpu_{digest.hexdigest()[:16]}"
+
+
+def is_built() -> bool:
+    """Whether this CPU's build is already in torch's extension cache, so native_kernels() only loads it."""
+    from torch.utils.cpp_extension import _get_build_directory  # the folder load() builds in (creates it)
+
+    name = build_name()
+    return (Path(_get_build_directory(name, verbose=False)) / f"{name}.so").is_file()
 
 
 @functools.cache

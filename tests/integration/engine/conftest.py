@@ -23,7 +23,7 @@ def smollm_reference(smollm):
 
 @pytest.fixture(scope="session")
 def chat_prompts(smollm) -> list[list[int]]:
-    from gateway.bench.workloads.chat_template import render_chat
+    from bench.workloads.chat_template import render_chat
 
     return [render_chat(smollm.tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
 

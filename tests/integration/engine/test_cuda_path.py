@@ -6,7 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import Engine, EngineConfig, KVPool, ModelRunner, ModelShape, SamplingParams, make_forward_batch
+from engine import Engine, EngineConfig, KVPool, SamplingParams
+from engine.forward_batch import make_forward_batch
+from engine.models.llama import ModelShape
+from engine.runner import ModelRunner
 from engine.kernels import make_attention
 from engine.models.divergence import compare_logits
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from engine import SamplingParams
-from gateway.bench.workloads.chat_template import render_chat
+from bench.workloads.chat_template import render_chat
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from engine import Engine, EngineConfig, SamplingParams
-from gateway.bench.workloads.chat_template import render_chat
+from bench.workloads.chat_template import render_chat
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from engine import Engine, EngineConfig, SamplingParams
-from gateway.bench.policy.prompts import agent_requests
-from gateway.bench.workloads.agent import generate_workload
+from bench.policy.prompts import agent_requests
+from bench.workloads.agent import generate_workload
 from tests.support.paths import REPO_ROOT
 
 PREFIX_TOKENS = 160

@@ -20,7 +20,7 @@ OWN_POOL = 520  # pages: a runner (and KV pool) apart from the default one the p
 
 @pytest.fixture(scope="module")
 def prompts(smollm):
-    from gateway.bench.workloads.chat_template import render_chat
+    from bench.workloads.chat_template import render_chat
 
     return [render_chat(smollm.tokenizer, [{"role": "user", "content": p}]) for p in PROMPTS]
 

@@ -119,7 +119,7 @@ def test_stored_pins_are_rewarmed_when_the_app_starts(settings, engine, caplog):
     with TestClient(create_app(settings, engine=engine)) as first:
         auth = new_tenant(first, "acme", 4096)
         pin = first.post("/v1/pins", json={"system": SYSTEM, "tools": TOOLS}, headers=auth).json()
-        engine_pin_id = first.app.state.gw.pins.live[pin["id"]].engine_pin_id
+        engine_pin_id = first.app.state.gw.pins.book.live[pin["id"]].engine_pin_id
     engine.unpin(engine_pin_id)  # what a restart does to the engine: nothing pinned, nothing cached
     engine.flush_cache()
     with caplog.at_level("INFO", logger="gateway.pins.service"), TestClient(create_app(settings, engine=engine)) as second:

@@ -3,8 +3,8 @@ default model under the grammar; the unconstrained baseline's rate on the same p
 
 import pytest
 
-from gateway.bench.structured.prompts import make_bodies
-from gateway.bench.structured.run import format_validity, run_validity
+from bench.structured.prompts import make_bodies
+from bench.structured.run import format_validity, run_validity
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from tests.support.fake_runner import CyclingFakeRunner, reference_greedy_of_last_two
 
-from engine import Engine, EngineConfig, SamplingParams, make_forward_batch
+from engine import Engine, EngineConfig, SamplingParams
+from engine.forward_batch import make_forward_batch
 from engine.speculation import matching_prefix, propose
 
 

@@ -8,7 +8,7 @@ import random
 from datetime import datetime, timedelta, timezone
 
 
-from gateway.bench.stats.run import seed
+from bench.stats.run import seed
 from gateway.db import doctor_queries, make_engine, make_session_factory
 
 END = datetime(2026, 6, 1, 12, 30, tzinfo=timezone.utc)
@@ -42,7 +42,7 @@ def test_a_row_with_unknown_cached_tokens_is_logged_and_adds_nothing_it_lacks(mi
     insert's transaction: a failure there would lose the row) and sum it as the rows do."""
     import uuid
 
-    from gateway.db.log_writer import insert_ignoring_duplicates
+    from gateway.db.log_insert import insert_ignoring_duplicates
 
     engine = make_engine(migrated_url)
     row = {"id": uuid.uuid4(), "created_at": END, "tenant_id": 1, "prompt_tokens": 100, "cached_tokens": None,

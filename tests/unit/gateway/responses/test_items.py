@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.errors import ApiError
+from gateway.generation.result import ToolCall
 from gateway.responses.items import items_to_messages, normalize_input, output_items
 
 
@@ -40,7 +41,7 @@ def test_easy_messages_and_typed_items_become_chat_messages_in_order():
 
 def test_a_previous_turn_plus_its_output_renders_the_previous_messages_first():
     first = normalize_input("Weather in Paris?")
-    output = output_items("", [{"id": "call_1", "function": {"name": "get_weather", "arguments": "{}"}}])
+    output = output_items("", [ToolCall("call_1", "get_weather", "{}")])
     second = [*first, *output, *normalize_input([{"type": "function_call_output", "call_id": "call_1", "output": "sunny"}])]
     assert items_to_messages(second)[:1] == items_to_messages(first)
     assert [m["role"] for m in items_to_messages(second)] == ["user", "assistant", "tool"]
@@ -64,8 +65,7 @@ def test_an_answer_becomes_one_message_or_one_function_call_per_call():
     [message] = output_items("Paris.", None, "incomplete")
     assert message["type"] == "message" and message["status"] == "incomplete"
     assert message["content"] == [{"type": "output_text", "text": "Paris.", "annotations": []}]
-    calls = [{"id": "call_a", "function": {"name": "f", "arguments": "{}"}},
-             {"id": "call_b", "function": {"name": "g", "arguments": '{"x": 1}'}}]
+    calls = [ToolCall("call_a", "f", "{}"), ToolCall("call_b", "g", '{"x": 1}')]
     items = output_items("", calls)
     assert [(i["type"], i["call_id"], i["name"], i["arguments"]) for i in items] == [
         ("function_call", "call_a", "f", "{}"), ("function_call", "call_b", "g", '{"x": 1}')]

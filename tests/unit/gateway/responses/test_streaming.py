@@ -6,16 +6,16 @@ import json
 from types import SimpleNamespace
 
 from gateway.canonicalize import canonicalize
-from gateway.chat.prepare import PreparedRequest
-from gateway.chat.record import RunRecorder
-from gateway.chat.run import ChatRun
-from gateway.chat.schemas import ChatCompletionRequest
+from gateway.generation.prepare import PreparedRequest
+from gateway.generation.record import RunRecorder
+from gateway.generation.request import GenerationRequest
+from gateway.generation.run import GenerationRun
 from gateway.responses.items import normalize_input
 from gateway.responses.render import ResponseTurn
 from gateway.responses.schemas import ResponsesRequest
 from gateway.responses.service import StartedResponse
 from gateway.responses.streaming import stream_response
-from gateway.routing.base import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.routing.backend import BackendChunk, BackendUsage, GenerationParams, PreparedPrompt
 from gateway.tenants.limits import TenantLimits
 
 
@@ -39,27 +39,26 @@ class ScriptedBackend:
 
 
 class CountingDatabase:
-    """A GatewayState stand-in that counts the times its database is reached for (and then refuses)."""
+    """A session factory that counts the times the database is reached for (and then refuses)."""
 
     def __init__(self) -> None:
         self.num_uses = 0
 
-    @property
-    def session_factory(self):
+    def __call__(self):
         self.num_uses += 1
         raise RuntimeError("no database in this test")
 
 
 async def started_on(backend: ScriptedBackend, store: bool, rows: list) -> StartedResponse:
     body = ResponsesRequest(model="default", input="hi", store=store)
-    chat = ChatCompletionRequest(model="default", messages=[{"role": "user", "content": "hi"}])
+    request = GenerationRequest(model="default", messages=({"role": "user", "content": "hi"},))
     tenant = SimpleNamespace(id=7, name="acme", cache_group=None, max_concurrency=None)
-    run = ChatRun(caller=SimpleNamespace(tenant=tenant, api_key_id=3), body=chat, request_id="resp_x",
+    run = GenerationRun(caller=SimpleNamespace(tenant=tenant, api_key_id=3), request=request, request_id="resp_x",
                   tenant_limits=TenantLimits(4), recorder=RunRecorder(log_writer=SimpleNamespace(enqueue=rows.append)),
                   background_tasks=set())
     run.admit()
     prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
-    run.prepared = PreparedRequest(prompt, GenerationParams(), canonicalize(chat.body_dict()), prompt.token_ids, {},
+    run.prepared = PreparedRequest(prompt, GenerationParams(), canonicalize(request.canonical_input()), prompt.token_ids, {},
                                    "chat", None, True)
     run.open(backend, None)
     await run.prefetch()
@@ -80,7 +79,7 @@ async def test_text_answer_streams_the_documented_events_numbered_from_zero():
     rows: list = []
     started = await started_on(ScriptedBackend(["The ", "capital ", "is Paris."]), store=False, rows=rows)
     database = CountingDatabase()
-    events = await events_of(stream_response(database, started))
+    events = await events_of(stream_response(started, session_factory=database))
     assert database.num_uses == 0
     assert [e["type"] for e in events] == [
         "response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
@@ -99,7 +98,7 @@ async def test_failure_after_the_stream_started_is_one_failed_event_and_nothing_
     rows: list = []
     started = await started_on(ScriptedBackend(["Par", "is", "!"], fail_after=2), store=True, rows=rows)
     database = CountingDatabase()
-    events = await events_of(stream_response(database, started))
+    events = await events_of(stream_response(started, session_factory=database))
     assert database.num_uses == 0
     assert events[-1]["type"] == "response.failed" and "response.completed" not in [e["type"] for e in events]
     assert events[-1]["response"]["status"] == "failed" and events[-1]["response"]["error"]["message"]

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.routing.affinity import affinity_key, rank, rendezvous_score
-from gateway.routing.base import BackendChunk, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt
+from gateway.routing.backend import BackendChunk, BackendUnavailableError, BackendUsage, GenerationParams, PreparedPrompt
 from gateway.routing.router import FailoverBackend, Router, routing_key
 
 NAMES = ["r0", "r1", "r2", "r3"]

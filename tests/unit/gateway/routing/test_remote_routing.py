@@ -16,12 +16,13 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from gateway.bench.server import free_port
 from gateway.errors import from_exception
-from gateway.routing.base import BackendUnavailableError, GenerationParams, PreparedPrompt, cache_namespace
+from gateway.routing.backend import BackendUnavailableError, GenerationParams, OutputFormat, PreparedPrompt, ToolChoice
+from gateway.tenants.isolation import cache_namespace
 from gateway.routing.remote import BackendRejectedError, RemoteBackend
 from gateway.routing.salt import CacheSalter
 from gateway.routing.router import FailoverBackend, Router
+from tests.support.ports import free_port
 
 MESSAGES = ({"role": "system", "content": "You are terse."}, {"role": "user", "content": "say hello world"})
 
@@ -175,8 +176,8 @@ def test_remote_gets_response_format_tools_and_parallel_tool_calls_passed_throug
     url, received = remote
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     response_format = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}
-    params = GenerationParams(max_tokens=8, tools=(tool,), tool_choice="required", parallel_tool_calls=False,
-                              response_format=response_format)
+    params = GenerationParams(max_tokens=8, tools=(tool,), tool_choice=ToolChoice("required"), parallel_tool_calls=False,
+                              output=OutputFormat("json_schema", "a", {"type": "object"}))
     asyncio.run(collect(RemoteBackend("r", "tiny", url), params))
     sent = received[-1]
     assert sent["response_format"] == response_format and sent["tools"] == [tool]

@@ -1,0 +1,29 @@
+"""The internal Answer as chat completions renders it: the non-streaming `chat.completion` object."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gateway.chat.schemas import AssistantMessage, ChatCompletion, Choice, Usage, make_usage
+
+if TYPE_CHECKING:
+    from gateway.generation import result
+    from gateway.generation.run import GenerationRun
+
+
+def chat_completion(run: GenerationRun, answer: result.Answer) -> ChatCompletion:
+    calls = openai_tool_calls(answer.tool_calls)
+    message = AssistantMessage(content=None if calls else answer.text, tool_calls=calls)
+    return ChatCompletion(id=run.request_id, created=run.created, model=run.model_id,
+                          choices=[Choice(message=message, finish_reason=answer.finish_reason)],
+                          usage=chat_usage(answer.usage))
+
+
+def openai_tool_calls(calls: tuple[result.ToolCall, ...]) -> list[dict] | None:
+    """OpenAI's `tool_calls` entries (None for an answer without calls)."""
+    return [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in calls] or None
+
+
+def chat_usage(usage: result.Usage) -> Usage:
+    return make_usage(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens)

@@ -1,0 +1,56 @@
+"""What the request path hands back to a wire format: the answer's parts as they stream, then the answer.
+
+    async for event in answer_events(run):        # gateway/generation/answer.py, the one drain loop
+        TextDelta  -> text the client may see now
+        Answer     -> last: the whole text, the tool calls, why it stopped, the usage
+
+A wire format renders these in its own shapes (chat chunks, Responses events, ...); none of them
+inspects backend chunks or another wire format's objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the answer makes: `arguments` is the JSON text of the arguments object."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Prompt and completion tokens. `cached_tokens` of the prompt were read from the caller's own cache
+    domain; the rest (`uncached_tokens`) were computed for this request."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The finished answer. `finish_reason`: "stop", "length" (max_tokens cut it) or "tool_calls" (it is
+    `tool_calls`, and then `text` is what was not part of a call, usually "")."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    usage: Usage
