@@ -70,7 +70,8 @@ def serve(
     import uvicorn
 
     from gateway.db.migrate import upgrade
-    from gateway.main import create_app, load_engine, safe_url
+    from gateway.main import create_app, safe_url
+    from gateway.services import load_engine
 
     log.info("migrating %s", safe_url(settings.db_url))
     upgrade(settings.db_url)
