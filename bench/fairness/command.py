@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from bench.engine_environment import environment_fields
 from bench.output import write_json, write_plot
 from bench.progress import progress_bars
 from bench.threads import THREADS_HELP, set_torch_threads
@@ -51,7 +52,8 @@ def fairness(
                                  num_prefixes=num_prefixes, prefix_words=prefix_words, num_flood_prompts=num_flood,
                                  flood_concurrency=flood_concurrency, cold_gap_s=cold_gap_s)
     # no queue deadline: a starved cold request is measured, not cut off
-    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running,
+    config = EngineConfig(**environment_fields(), model=model, dtype=None if dtype == "auto" else dtype,
+                          max_running=max_running,
                           kv_cache_tokens=kv_cache_tokens, max_queue_wait_s=NO_QUEUE_DEADLINE_S)
     runner = make_runner(loaded, config)
     typer.echo(f"flood: {flood_concurrency} in flight over {num_prefixes} warm prefixes of "

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from bench.engine_environment import environment_fields
 from bench.output import write_json, write_plot
 
 from bench.progress import progress_bars
@@ -41,7 +42,8 @@ def policy(
     loaded = load_model(model)
     rows = load_workload(workload)
     requests = agent_requests(loaded.tokenizer, rows[: num_requests or None])
-    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running,
+    config = EngineConfig(**environment_fields(), model=model, dtype=None if dtype == "auto" else dtype,
+                          max_running=max_running,
                           kv_cache_tokens=kv_budget_tokens or default_budget_tokens(requests, 16))
     runner = make_runner(loaded, config)
     typer.echo(f"{len(requests)} requests from {workload or 'a generated workload'}; KV budget "

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from bench.engine_environment import environment_fields
 from bench.output import verdict, write_json, write_plot
 
 from bench.progress import progress_bars
@@ -65,7 +66,8 @@ def rag(
         if not vs:  # vLLM alone: its HTTP table is the result
             return write_json(http, json_out)
 
-    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_batch_tokens=max_batch_tokens,
+    config = EngineConfig(**environment_fields(), model=model, dtype=None if dtype == "auto" else dtype,
+                          max_batch_tokens=max_batch_tokens,
                           device=device, quantization=quantization)
     runner = ModelRunner.from_spec(model, dtype=config.dtype, device=config.device, num_pages=config.num_kv_pages,
                                    page_size=config.page_size, quantization=config.quantization)

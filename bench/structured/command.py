@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from bench.engine_environment import environment_fields
 from bench.output import write_json
 
 
@@ -29,7 +30,7 @@ def structured(
     from gateway.prompt_templates import TemplateRegistry
 
     templates = TemplateRegistry()  # the built-in templates
-    with Engine(EngineConfig(model=model, kv_cache_tokens=65536)) as engine:
+    with Engine(EngineConfig(**environment_fields(), model=model, kv_cache_tokens=65536)) as engine:
         result = run_validity(engine, templates, make_bodies(num_prompts, seed), max_tokens, temperature)
     for line in format_validity(result):
         typer.echo(line)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from bench.engine_environment import environment_fields
 from bench.output import write_json, write_plot
 from bench.progress import progress_bars
 from bench.threads import THREADS_HELP, set_torch_threads
@@ -41,7 +42,8 @@ def tier(
     set_torch_threads(threads)
     loaded = load_model(model)
     requests = agent_requests(loaded.tokenizer, load_workload(workload)[: num_requests or None])
-    config = EngineConfig(model=model, dtype=None if dtype == "auto" else dtype, max_running=max_running, policy="fcfs")
+    config = EngineConfig(**environment_fields(), model=model, dtype=None if dtype == "auto" else dtype,
+                          max_running=max_running, policy="fcfs")
     budget = device_budget_tokens or default_budget_tokens(requests, config.page_size)
     typer.echo(f"{len(requests)} requests from {workload or 'a generated workload'}; device KV budget {budget} tokens")
     with progress_bars(len(requests)) as progress:

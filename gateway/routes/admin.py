@@ -19,25 +19,24 @@ from gateway.tenants.dynamic_rules import load_rules
 router = APIRouter(prefix="/admin", tags=["admin"])
 
 
-class TenantCreate(BaseModel):
+class TenantFields(BaseModel):
+    """A tenant's settable fields and their bounds, one definition for create and update."""
+
+    pin_quota_tokens: int = Field(default=0, ge=0)
+    cache_group: str | None = Field(default=None, max_length=128)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    dynamic_rules: dict[str, str] | None = None
+
+
+class TenantCreate(TenantFields):
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    pin_quota_tokens: int = Field(default=0, ge=0)
-    cache_group: str | None = Field(default=None, max_length=128)
-    max_concurrency: int | None = Field(default=None, ge=1)
-    requests_per_minute: int | None = Field(default=None, ge=1)
-    tokens_per_minute: int | None = Field(default=None, ge=1)
-    dynamic_rules: dict[str, str] | None = None
 
 
-class TenantUpdate(BaseModel):
-    """PATCH body: only the fields sent change; `dynamic_rules` replaces the tenant's rules ({} or null clears them)."""
-
-    pin_quota_tokens: int = Field(default=0, ge=0)
-    cache_group: str | None = Field(default=None, max_length=128)
-    max_concurrency: int | None = Field(default=None, ge=1)
-    requests_per_minute: int | None = Field(default=None, ge=1)
-    tokens_per_minute: int | None = Field(default=None, ge=1)
-    dynamic_rules: dict[str, str] | None = None
+class TenantUpdate(TenantFields):
+    """PATCH body: only the fields sent change (the handler reads model_dump(exclude_unset=True));
+    `dynamic_rules` replaces the tenant's rules ({} or null clears them)."""
 
 
 class KeyOut(BaseModel):
