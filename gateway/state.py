@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gateway.db.side_writer import SideWriter
     from gateway.generation.path import RequestPath
     from gateway.insight.counterfactual import CanonicalShadow
+    from gateway.insight.engine_snapshots import EngineSnapshotter
     from gateway.insight.metrics import Metrics
     from gateway.pins.service import Pinner
     from gateway.prompt_templates import TemplateRegistry
@@ -55,7 +56,7 @@ class GatewayState:
     log_writer: LogWriter
     side_writer: SideWriter  # best-effort writes off the request path
     canonical_shadow: CanonicalShadow | None  # None: off (settings.canonical_shadow)
-    snapshotter: object | None  # samples the embedded engine's stats into the database
+    snapshotter: EngineSnapshotter | None  # samples the embedded engine's stats into the database
     router: BackendRouter | None
     path: RequestPath  # the one request path every wire format starts its requests on
     pins: Pinner  # pinned prefixes: the engine's pins and their rows

@@ -46,8 +46,9 @@ async def answer_events(run: GenerationRun) -> AsyncIterator[TextDelta | Answer]
 async def complete(run: GenerationRun) -> Answer:
     """Drain the backend and return the whole Answer; the run is finished when this returns or raises."""
     try:
-        events = [event async for event in answer_events(run)]
-        return events[-1]  # answer_events always ends with the Answer
+        async for event in answer_events(run):
+            last = event
+        return last  # answer_events always ends with the Answer
     except BaseException as exc:
         run.fail_from(exc)
         if isinstance(exc, Exception) and not isinstance(exc, ApiError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.errors import FieldPath, ParamNames, format_path
+from gateway.errors import ParamNames, format_path
 from gateway.routing.backend import OutputFormat, ToolChoice
 
 __all__ = ["GenerationRequest", "OutputFormat", "Sampling", "ToolChoice"]
@@ -76,7 +76,3 @@ class GenerationRequest:
         if self.template is not None:
             body["template"] = self.template
         return body
-
-    def param(self, field: FieldPath) -> str:
-        """How the caller's wire format names `field`."""
-        return self.names(field)
