@@ -108,15 +108,16 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
 
 
 def build_preparer(settings: Settings, prompt_model, encode_cache, templates, router, session_factory, side_writer):
-    """The request path's Preparer (None without a prompt model: nothing to tokenize for)."""
-    if prompt_model is None:
+    """The request path's Preparer; None on a gateway with no backend (then there is no router, and no
+    prompt model to tokenize for either: both come from the embedded engine or the remotes)."""
+    if prompt_model is None or router is None:
         return None
     from gateway.generation.preparer import Preparer
 
     return Preparer(
         templates=templates, prompt_model=prompt_model, tokenizer=encode_cache, limits=settings.limits,
         default_max_tokens=settings.default_max_tokens, session_factory=session_factory,
-        check_grammar=router.check_grammar if router is not None else (lambda grammar: None),
+        check_grammar=router.check_grammar,
         tenant_weights=dict(settings.engine.tenant_weights), side_writer=side_writer,
         template_sample_size=settings.template_sample_size,
     )
