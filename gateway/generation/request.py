@@ -26,7 +26,19 @@ from dataclasses import dataclass
 from gateway.errors import ParamNames, format_path
 from gateway.routing.backend import OutputFormat, ToolChoice
 
-__all__ = ["GenerationRequest", "OutputFormat", "Sampling", "ToolChoice"]
+__all__ = ["CacheBreakpoint", "GenerationRequest", "OutputFormat", "Sampling", "ToolChoice"]
+
+
+@dataclass(frozen=True)
+class CacheBreakpoint:
+    """A caller's cache breakpoint (Anthropic's `cache_control`): pin the canonical prefix that holds the
+    tools, the system message and ``messages[:messages]`` (``messages`` counts entries of
+    ``GenerationRequest.messages``, the system message included) for ``ttl_s`` seconds, refreshed on each
+    hit. Canonical order puts tools and system first, so a breakpoint on a tool or on the system is
+    ``messages`` = the number of leading system messages."""
+
+    messages: int
+    ttl_s: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,7 @@ class GenerationRequest:
     cache_salt: str | None = None  # splits the caller's cache namespace further (tenants/isolation.py)
     route_key: str | None = None  # keeps related requests on one backend (prompt_cache_key, a chain)
     user: str | None = None
+    cache_breakpoints: tuple[CacheBreakpoint, ...] = ()  # up to 4, in prompt order (Messages' cache_control)
     names: ParamNames = format_path
 
     def canonical_input(self) -> dict:

@@ -25,11 +25,16 @@ class ToolCall:
 @dataclass(frozen=True)
 class Usage:
     """Prompt and completion tokens. `cached_tokens` of the prompt were read from the caller's own cache
-    domain; the rest (`uncached_tokens`) were computed for this request."""
+    domain; the rest (`uncached_tokens`) were computed for this request. `cache_write_tokens` of those
+    were computed up to the request's last cache breakpoint (CacheBreakpoint) and are now pinned for its
+    TTL (`cache_write_1h_tokens` of them under a 1h breakpoint): Anthropic's cache_creation figures. The
+    rest of the uncached prompt is Anthropic's `input_tokens`."""
 
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def uncached_tokens(self) -> int:
