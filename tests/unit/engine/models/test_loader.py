@@ -54,3 +54,16 @@ def test_missing_paths_raise_file_not_found(tmp_path):
         load_model(str(tmp_path / "nope.gguf"))
     with pytest.raises(FileNotFoundError):
         load_model(str(tmp_path / "no-such-dir") + "/")
+
+
+def test_qwen2_stops_on_im_end_and_endoftext_even_when_its_configs_name_one(tmp_path):
+    directory = tmp_path / "tiny-chatml-qwen"
+    AutoModelForCausalLM.from_config(TINY_CONFIGS["qwen2-untied"]()).save_pretrained(str(directory))
+    vocab = {f"w{i}": i for i in range(300)} | {"<unk>": 300, "<|endoftext|>": 301, "<|im_end|>": 302}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<|im_end|>").save_pretrained(
+        str(directory))
+    loaded = load_model(str(directory))
+    assert {301, 302} <= set(loaded.eos_token_ids)
+    assert 300 not in loaded.eos_token_ids  # no <unk> from a missing name
