@@ -1,7 +1,9 @@
 """Dequantize a GGUF file once with transformers and keep the result as a Hugging Face directory.
 
 The cache directory (``<cache root>/<gguf stem>-<hash of its path>``) holds ``model.safetensors``
-(dequantized fp32 weights, HF names; a tied LM head is not stored),
+(dequantized fp32 weights, HF names; a tied LM head is not stored; over SHARD_BYTES they are split into
+``model-0000k-of-0000n.safetensors`` shards and ``model.safetensors.index.json``, so writing them never
+copies more than one shard at a time on top of the model),
 ``config.json``, the tokenizer files and ``source.json`` (path, size and mtime
 of the GGUF it came from; a different source rebuilds the cache). It is written
 to a temporary sibling and renamed, so a crash never leaves half a cache; a lock
@@ -24,6 +26,8 @@ from safetensors.torch import save_file
 
 logger = logging.getLogger(__name__)
 
+SHARD_BYTES = 1 << 30
+
 
 def model_cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """Where dequantized GGUF models live: ``cache_dir``/models, ``cache_dir`` being radixgate's cache
@@ -38,7 +42,8 @@ def source_stamp(gguf_path: Path) -> dict:
 
 def is_cache_valid(cache_dir: Path, gguf_path: Path) -> bool:
     stamp_file = cache_dir / "source.json"
-    if not (stamp_file.is_file() and (cache_dir / "model.safetensors").is_file()):
+    has_weights = (cache_dir / "model.safetensors").is_file() or (cache_dir / "model.safetensors.index.json").is_file()
+    if not (stamp_file.is_file() and has_weights):
         return False
     try:
         return json.loads(stamp_file.read_text()) == source_stamp(gguf_path)
@@ -54,6 +59,30 @@ def export_state_dict(model) -> dict[str, torch.Tensor]:
     return state
 
 
+def save_weights(state: dict[str, torch.Tensor], directory: Path) -> None:
+    """``state`` as model.safetensors, or as shards of at most SHARD_BYTES plus the index transformers reads."""
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in state.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if shards[-1] and size + nbytes > SHARD_BYTES:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += nbytes
+    if len(shards) == 1:
+        save_file(shards[0], str(directory / "model.safetensors"), metadata={"format": "pt"})
+        return
+    weight_map = {}
+    for k, shard in enumerate(shards, start=1):
+        filename = f"model-{k:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(directory / filename), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(shard, filename))
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
+
+
 def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
     """Dequantize ``gguf_path`` (transformers shows a progress bar) into ``cache_dir``; returns cache_dir."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -65,7 +94,7 @@ def build_gguf_cache(gguf_path: Path, cache_dir: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary directory
     try:
-        save_file(export_state_dict(model), str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        save_weights(export_state_dict(model), tmp)
         config = model.config
         if hasattr(config, "quantization_config"):
             del config.quantization_config

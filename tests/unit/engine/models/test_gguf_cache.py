@@ -37,3 +37,23 @@ def test_concurrent_first_loads_build_the_cache_once_and_all_get_it(tmp_path, mo
         thread.join()
     assert errors == [] and len(builds) == 1
     assert len(results) == 4 and len(set(results)) == 1 and gguf_cache.is_cache_valid(results[0], gguf)
+
+
+def test_weights_over_the_shard_size_are_split_and_read_back_whole(tmp_path, monkeypatch):
+    import torch
+
+    from engine.models.loader import read_state_dict
+
+    state = {f"layer.{i}.weight": torch.randn(64, 64) for i in range(5)}  # 16 KiB each
+    monkeypatch.setattr(gguf_cache, "SHARD_BYTES", 40_000)  # two tensors per shard
+    gguf_cache.save_weights(state, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == [
+        f"model-0000{k}-of-00003.safetensors" for k in (1, 2, 3)]
+    assert not (tmp_path / "model.safetensors").exists()
+    back = read_state_dict(tmp_path)
+    assert back.keys() == state.keys() and all(torch.equal(back[n], t) for n, t in state.items())
+
+    small = tmp_path / "small"
+    small.mkdir()
+    gguf_cache.save_weights({"w": torch.ones(3)}, small)
+    assert [p.name for p in small.iterdir()] == ["model.safetensors"]
