@@ -9,8 +9,10 @@ PYTHON ?= python3
 VENV ?= .venv
 # CPU build from this machine's local wheel. GPU users: make TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128" venv
 TORCH_SPEC ?= torch==2.13.0
-# the served model: smollm2-135m (default), qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf path or an HF dir
-MODEL ?= smollm2-135m
+# the served model: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf path or an HF dir; empty: the
+# settings' engine.model (RADIXGATE_ENGINE__MODEL, else smollm2-135m)
+MODEL ?=
+MODEL_FLAG := $(if $(MODEL),--model $(MODEL))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
@@ -30,10 +32,10 @@ $(STAMP): pyproject.toml
 # Compiles the native CPU kernels and fetches/dequantizes $(MODEL) once, outside any server's or
 # test's deadline; seconds once both are cached.
 warmup: venv
-	$(BIN)/radixgate warmup --model $(MODEL)
+	$(BIN)/radixgate warmup $(MODEL_FLAG)
 
 serve: warmup
-	$(BIN)/radixgate serve --with-dashboard --model $(MODEL)
+	$(BIN)/radixgate serve --with-dashboard $(MODEL_FLAG)
 
 # Debian's headless chromium for the dashboard's browser test (tests/e2e/test_dashboard_browser.py)
 browser:
