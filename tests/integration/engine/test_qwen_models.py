@@ -100,7 +100,9 @@ def make_engine(qwen):
 
     def make(**overrides):
         stop_all()
-        config = EngineConfig(dtype="float32", device="cpu", page_size=16, num_pages=64, **overrides)
+        # a generous queue wait: a 0.5B fp32 step on 2 busy cores may take longer than the 60 s default
+        config = EngineConfig(dtype="float32", device="cpu", page_size=16, num_pages=64, max_queue_wait_s=900,
+                              **overrides)
         running.append(Engine(config, runner=runner).start())
         return running[-1]
 
@@ -122,7 +124,7 @@ def generate_all(engine, prompts, params):
     for i, prompt in enumerate(prompts):
         engine.submit(prompt, params, emit_for(i))
     assert done.wait(900)
-    assert all(f.error is None for f in finals.values())
+    assert [f.error for f in finals.values()] == [None] * len(prompts)
     return [finals[i] for i in range(len(prompts))]
 
 
@@ -183,7 +185,8 @@ def test_a_16k_token_prompt_prefills_in_chunks_and_matches_transformers(qwen):
     num_pages = -(-(len(prompt) + new_tokens) // 16) + 1
     pool = KVPool(num_pages, 16, num_layers=shape.num_layers, num_kv_heads=shape.num_kv_heads,
                   head_dim=shape.head_dim, dtype=torch.float32)
-    config = EngineConfig(dtype="float32", device="cpu", page_size=16, num_pages=num_pages, max_batch_tokens=1024)
+    config = EngineConfig(dtype="float32", device="cpu", page_size=16, num_pages=num_pages, max_batch_tokens=1024,
+                          max_queue_wait_s=900)
     engine = Engine(config, runner=ModelRunner(loaded, pool, torch.float32, "cpu")).start()
     try:
         started = time.perf_counter()
