@@ -29,7 +29,8 @@ CLOSE_TAG = "</tool_call>"
 FENCE = "```"
 _DECODER = json.JSONDecoder()
 # A call object cut after its name: {"name": "f", "arguments": <whatever was generated>
-_CUT_CALL = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*(?:,\s*"(?:arguments|parameters)"\s*:\s*(.*))?\Z', re.DOTALL)
+_CUT_CALL = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_CUT_ARGUMENTS = re.compile(r'\s*,\s*"(?:arguments|parameters)"\s*:\s*(.*)\Z', re.DOTALL)
 _CUT_NAME = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)\Z', re.DOTALL)
 
 
@@ -117,7 +118,8 @@ def cut_call(text: str, allowed_names: frozenset[str] | None) -> ToolCall | None
     match = _CUT_CALL.match(text)
     if match is not None:
         name = json.loads(f'"{match.group(1)}"')
-        return ToolCall(id=new_call_id(), name=name, arguments=match.group(2) or "", is_complete=False)
+        arguments = _CUT_ARGUMENTS.match(text, match.end())  # None: cut before the arguments began
+        return ToolCall(id=new_call_id(), name=name, arguments=arguments.group(1) if arguments else "", is_complete=False)
     match = _CUT_NAME.match(text)
     if match is None and not '{"name": "'.startswith(text) or allowed_names is None:
         return None

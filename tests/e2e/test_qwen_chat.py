@@ -18,7 +18,7 @@ from tests.support.server_process import RADIXGATE
 
 pytestmark = pytest.mark.slow
 
-QWEN_MODEL = "/work/dl/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_MODEL = "qwen2.5-coder-0.5b"  # fetched and dequantized by `make test`'s warmup
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
@@ -35,7 +35,7 @@ def qwen_server(tmp_path_factory):
     server = GatewayServer(env=env, workdir=tmp_path_factory.mktemp("qwen-server"), command=[str(RADIXGATE)],
                            args=["--model", QWEN_MODEL])
     try:
-        yield server.start(STARTUP_TIMEOUT_S * 2)
+        yield server.start(STARTUP_TIMEOUT_S * 3)  # the 0.5B loads slower than the 135M
     finally:
         server.stop()
 

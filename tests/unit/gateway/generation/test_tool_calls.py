@@ -90,6 +90,8 @@ def test_a_call_cut_by_max_tokens_keeps_its_arguments_as_far_as_generated():
     assert (call.name, call.arguments, call.is_complete) == ("get_weather", '{"city": "Par', False)
     (named,) = parse_tool_calls('<tool_call>\n{"name": "get_wea', WEATHER, is_cut=True)
     assert (named.name, named.arguments) == ("get_weather", "")
+    (before_arguments,) = parse_tool_calls('<tool_call>\n{"name": "get_time", "argum', WEATHER, is_cut=True)
+    assert (before_arguments.name, before_arguments.arguments) == ("get_time", "")
     assert parse_tool_calls('<tool_call>\n{"name": "get_', WEATHER, is_cut=True) is None  # two tools start so
     (bare,) = parse_tool_calls('{"name": "get_time", "arguments": {"ci', WEATHER, is_cut=True)
     assert (bare.name, bare.arguments) == ("get_time", '{"ci')
