@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 def chat_completion(run: GenerationRun, answer: result.Answer) -> ChatCompletion:
     calls = openai_tool_calls(answer.tool_calls)
-    message = AssistantMessage(content=None if calls else answer.text, tool_calls=calls)
+    # beside calls, content is the prose the model wrote before them (None when there is none), as OpenAI's
+    message = AssistantMessage(content=(answer.text.strip() or None) if calls else answer.text, tool_calls=calls)
     return ChatCompletion(id=run.request_id, created=run.created, model=run.model_id,
                           choices=[Choice(message=message, finish_reason=answer.finish_reason)],
                           usage=chat_usage(answer.usage))

@@ -5,7 +5,9 @@
 
 Text streams as it comes unless it could be the start of a tool call (the ToolCallDetector holds
 it); at the end the held text is either calls or one last TextDelta. A remote backend's own tool
-calls count when the text parsed as none. The Answer's text is every TextDelta joined.
+calls count when the text parsed as none. The Answer's text is every TextDelta joined. A call that
+max_tokens cut inside its JSON is still a call (its arguments as far as generated) and the answer's
+finish_reason is then "length", as OpenAI's is.
 
 `answer_events` leaves the run to its caller (a stream finishes the run after its own last
 event); `complete` finishes it however the drain ends, and turns an unexpected exception
@@ -35,7 +37,7 @@ async def answer_events(run: GenerationRun) -> AsyncIterator[TextDelta | Answer]
         if text:
             parts.append(text)
             yield TextDelta(text)
-    rest, calls = detector.finish()
+    rest, calls = detector.finish(is_cut=run.finish_reason == "length")
     if rest:
         parts.append(rest)
         yield TextDelta(rest)

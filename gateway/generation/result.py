@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One call the answer makes: `arguments` is the JSON text of the arguments object."""
+    """One call the answer makes: `arguments` is the JSON text of the arguments object, or, when
+    max_tokens cut the call (`is_complete` false), that text as far as it was generated."""
 
     id: str
     name: str
     arguments: str
+    is_complete: bool = True
 
 
 @dataclass(frozen=True)

@@ -125,10 +125,11 @@ class GenerationRun:
         return bool(self.request.tools) and (choice is None or choice.mode != "none")
 
     def answer_finish_reason(self, calls: list[ToolCall] | tuple[ToolCall, ...] | None) -> str:
-        """"tool_calls" when the answer parsed as calls; otherwise the backend's reason, never a
-        "tool_calls" without calls (a grammar that allowed a JSON answer instead reports it)."""
+        """"tool_calls" when the answer parsed as calls ("length" when max_tokens cut one inside its
+        JSON); otherwise the backend's reason, never a "tool_calls" without calls (a grammar that
+        allowed a JSON answer instead reports it)."""
         if calls:
-            return "tool_calls"
+            return "tool_calls" if all(call.is_complete for call in calls) else "length"
         return "stop" if self.finish_reason == "tool_calls" else self.finish_reason
 
     def make_tool_call_detector(self) -> ToolCallDetector:

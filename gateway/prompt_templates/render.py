@@ -7,7 +7,12 @@ Variables every template sees:
   now (str: when the request arrived, ISO 8601 UTC; it differs per request, so it belongs
   in the dynamic or question block: the linter flags it anywhere earlier),
   turn_start(role) / turn_end(role) (the model's chat markers),
+  default_system (str: the system text the model's own template writes when there is none),
+  tools_in_system (bool: the model's template has its own tools block in the system turn),
+  end_system(tools) (after the system text: the tools block's lead, or the system turn's end),
+  format_tools(tools) (the model's own tools block, closing the system turn; "" if it has none),
   format_message(message) (one history message as a whole turn),
+  format_messages(messages) (history turns; consecutive tool results grouped as the model groups them),
   format_document(doc) ('<document id="...">' block);
 filters: sort_tools, by_id (documents by id), canonical_json.
 
@@ -53,7 +58,12 @@ def template_variables(sections: Sections, chat_format: ChatFormat) -> dict:
         "generation_prompt": MarkedText(chat_format.generation_prompt),
         "turn_start": chat_format.turn_start,
         "turn_end": chat_format.turn_end,
+        "default_system": chat_format.default_system,
+        "tools_in_system": chat_format.tools is not None,
+        "end_system": chat_format.end_system,
+        "format_tools": chat_format.format_tools,
         "format_message": chat_format.format_message,
+        "format_messages": chat_format.format_messages,
         "format_document": format_document,
     }
 

@@ -126,7 +126,8 @@ def output_items(text: str, calls: tuple[ToolCall, ...] | list[ToolCall] | None,
     """A generated answer as output items: one function_call per tool call, else one assistant message."""
     if calls:
         return [{"type": "function_call", "id": new_item_id("function_call"), "call_id": call.id,
-                 "name": call.name, "arguments": call.arguments, "status": "completed"}
+                 "name": call.name, "arguments": call.arguments,
+                 "status": "completed" if call.is_complete else "incomplete"}
                 for call in calls]
     return [message_item(text, status)]
 

@@ -68,8 +68,9 @@ class ResponseTurn:
 
 
 def response_status(answer: Answer) -> str:
-    """"completed", or "incomplete" for a text answer cut by max_output_tokens (a call is always complete)."""
-    return "incomplete" if answer.finish_reason == "length" and not answer.tool_calls else "completed"
+    """"completed", or "incomplete" for an answer cut by max_output_tokens (a text, or a call cut inside
+    its arguments: a complete call reports "tool_calls", never "length")."""
+    return "incomplete" if answer.finish_reason == "length" else "completed"
 
 
 def response_usage(usage: Usage) -> ResponseUsage:

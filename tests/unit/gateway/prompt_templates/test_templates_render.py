@@ -23,8 +23,11 @@ def request(question="What is 2+2?", system=SYSTEM, **extra) -> dict:
                          {"role": "assistant", "content": "hello"}, {"role": "user", "content": question}], **extra}
 
 
-def test_chat_format_of_smollm2_is_chatml(smollm2_tokenizer):
-    assert derive_chat_format(smollm2_tokenizer) == chatml_format()
+def test_chat_format_of_smollm2_is_chatml_with_its_default_system_and_no_tools_block(smollm2_tokenizer):
+    fmt, chatml = derive_chat_format(smollm2_tokenizer), chatml_format()
+    assert (fmt.starts, fmt.ends, fmt.generation_prompt) == (chatml.starts, chatml.ends, chatml.generation_prompt)
+    assert fmt.default_system == "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    assert fmt.tools is None and fmt.tool_result_separator is None  # its template ignores tools
 
 
 def test_chat_format_is_derived_from_other_templates_too(smollm2_tokenizer, monkeypatch):
@@ -70,7 +73,7 @@ def test_history_renders_tool_calls_and_tool_results(registry, smollm2_tokenizer
                          {"role": "tool", "tool_call_id": "c1", "content": "done"}], "tools": TOOLS}
     rendered = registry.render("agent", canonicalize(body), tokenizer=smollm2_tokenizer)
     history = dict(rendered.segments)["history"]
-    assert '<|im_start|>assistant\n<tool_call>\n{"arguments": "{\\"x\\": 1}", "name": "alpha"}\n</tool_call><|im_end|>\n' in history
+    assert '<|im_start|>assistant\n<tool_call>\n{"name": "alpha", "arguments": {"x": 1}}\n</tool_call><|im_end|>\n' in history
     assert "<|im_start|>tool\ndone<|im_end|>\n" in history
     assert "question" not in dict(rendered.segments)
     assert rendered.text.endswith("<|im_start|>tool\ndone<|im_end|>\n<|im_start|>assistant\n")
