@@ -70,6 +70,7 @@ class GenerationParams:
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0  # 0: off
     seed: int | None = None
     stop: tuple[str, ...] = ()
     tools: tuple[dict, ...] = ()  # in the chat template's form: {"type": "function", "function": {...}}

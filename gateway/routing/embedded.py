@@ -86,6 +86,7 @@ def to_sampling_params(params: GenerationParams):
         max_tokens=params.max_tokens,
         temperature=params.temperature,
         top_p=params.top_p,
+        top_k=params.top_k,
         seed=params.seed,
         stop=list(params.stop),
         grammar=params.grammar,
