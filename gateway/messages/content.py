@@ -64,8 +64,9 @@ def read_conversation(system: str | list[dict] | None, messages: list[Any], tool
         else:
             read_assistant(message.content, f"messages.{index}", conversation)
     if messages and messages[-1].role == "assistant":
-        raise bad_request("The last message must be a user message: continuing an assistant turn (prefill) is not "
-                          "supported by this server.", f"messages.{len(messages) - 1}.role", "unsupported_prefill")
+        where = f"messages.{len(messages) - 1}.role"
+        raise bad_request(f"{where}: the last message must be a user message; continuing an assistant turn (prefill) "
+                          "is not supported by this server.", where, "unsupported_prefill")
     if cache_control is not None:
         ttl = cache_ttl(cache_control, "cache_control")
         conversation.marks.append(CacheBreakpoint(len(conversation.messages), ttl))
