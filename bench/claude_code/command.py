@@ -22,6 +22,7 @@ DEFAULT_MODEL = "/work/dl/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 DEFAULT_KV_CACHE_TOKENS = 65536
 DEFAULT_PROMPT = "What is 2+2? Answer with the number only; do not use any tool."
 TARGET_READ_SHARE = 0.8
+START_TIMEOUT_S = 1800.0  # a first GGUF load dequantizes, and the native kernels may compile, on a busy CPU
 
 
 def register(app: typer.Typer) -> None:
@@ -54,10 +55,14 @@ def claude_code(
                "RADIXGATE_ENGINE__MAX_QUEUE_WAIT_S": str(session_timeout_s)}
         env.update({k: v for k, v in os.environ.items() if k.startswith("RADIXGATE_ENGINE__") and k not in env})
         typer.echo(f"starting a gateway on {model} (loading the model)...")
-        with ServerProcess(env=env) as server:
+        server = ServerProcess(env=env)
+        try:
+            server.start(START_TIMEOUT_S)
             result = run_sessions(server.url, server.admin_key, served_model, prompt, session_timeout_s)
             result["server_requests"] = [line.split("gateway.requests", 1)[-1].strip()
                                          for line in server.log_tail(200_000).splitlines() if "prompt=" in line]
+        finally:
+            server.__exit__(None, None, None)
         result["model"] = model
     print_summary(result)
     write_json(result, json_out)

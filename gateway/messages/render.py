@@ -3,7 +3,7 @@
     message(run, answer)       # the non-streaming body (and the streaming events' parts)
 
 stop_reason: "tool_use" for calls, "max_tokens" when max_tokens (or the context) cut the answer,
-else "end_turn". Usage has Anthropic's meaning, from the internal Usage (gateway/generation/result.py):
+"stop_sequence" (with `stop_sequence` set) when one of the request's stop strings ended it, else "end_turn". Usage has Anthropic's meaning, from the internal Usage (gateway/generation/result.py):
 
     cache_read_input_tokens      = cached (read from the caller's cache domain)
     cache_creation_input_tokens  = cache_write (computed up to the last cache breakpoint, now held)
@@ -32,7 +32,7 @@ STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
 def message(run: GenerationRun, answer: Answer) -> dict:
     """The finished `message` object."""
     return {**message_head(run, usage(answer.usage)), "content": content_blocks(answer),
-            "stop_reason": stop_reason(answer), "stop_sequence": None}
+            "stop_reason": stop_reason(answer), "stop_sequence": answer.stop_sequence}
 
 
 def message_head(run: GenerationRun, usage_body: dict) -> dict:
@@ -63,6 +63,8 @@ def call_input(call: ToolCall) -> dict:
 def stop_reason(answer: Answer) -> str:
     if answer.tool_calls:
         return "tool_use"
+    if answer.stop_sequence is not None:
+        return "stop_sequence"
     return STOP_REASONS.get(answer.finish_reason, "end_turn")
 
 

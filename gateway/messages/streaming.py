@@ -102,7 +102,7 @@ async def stream_message(run: GenerationRun) -> AsyncIterator[bytes]:
         for call in answer.tool_calls:
             for frame in blocks.tool_use(call):
                 yield frame
-        delta = {"stop_reason": stop_reason(answer), "stop_sequence": None}
+        delta = {"stop_reason": stop_reason(answer), "stop_sequence": answer.stop_sequence}
         final_usage = usage(answer.usage)
         run.finish()  # the row is spooled before the client can see message_stop
         yield event("message_delta", delta=delta, usage=final_usage)

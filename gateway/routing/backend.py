@@ -143,6 +143,7 @@ class BackendChunk:
     finish_reason: str | None = None
     usage: BackendUsage | None = None
     tool_calls: tuple[dict, ...] = field(default_factory=tuple)
+    stop_sequence: str | None = None  # on the final chunk: the caller's stop string that ended the answer, if known
 
 
 @runtime_checkable

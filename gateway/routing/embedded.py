@@ -70,7 +70,8 @@ class EmbeddedBackend:
                     continue
                 is_finished = True
                 yield BackendChunk(
-                    text=out.text, token_ids=tuple(out.token_ids), finish_reason=out.finish_reason, usage=to_usage(out.usage)
+                    text=out.text, token_ids=tuple(out.token_ids), finish_reason=out.finish_reason, usage=to_usage(out.usage),
+                    stop_sequence=getattr(out, "stop_sequence", None),
                 )
                 return
         finally:

@@ -41,6 +41,8 @@ def test_message_has_text_and_tool_use_blocks_and_anthropic_stop_reasons():
     assert cut["content"] == [{"type": "text", "text": "Hel"}] and cut["stop_reason"] == "max_tokens"
     assert message(RUN, Answer("Hi.", (), "stop", Usage(10, 0, 2)))["stop_reason"] == "end_turn"
     assert message(RUN, Answer("", (), "stop", Usage(10, 0, 1)))["content"] == [{"type": "text", "text": ""}]
+    stopped = message(RUN, Answer("4", (), "stop", Usage(10, 0, 2), stop_sequence="END"))
+    assert (stopped["stop_reason"], stopped["stop_sequence"]) == ("stop_sequence", "END")
 
 
 def test_the_diagnosis_hook_renders_what_the_run_carries():
