@@ -31,11 +31,11 @@ class Metadata(BaseModel):
 
 
 class ThinkingConfig(BaseModel):
-    """`enabled` / `adaptive` / `disabled`: accepted, and no thinking happens on a model without it."""
+    """`enabled` / `adaptive` / `disabled` (or a newer mode): accepted, and no thinking happens on a model without it."""
 
     model_config = ConfigDict(extra="allow")
 
-    type: Literal["enabled", "adaptive", "disabled"]
+    type: str
     budget_tokens: int | None = Field(default=None, ge=0)
 
 
