@@ -1,7 +1,7 @@
 """`radixgate bench claude-code`: two one-turn Claude Code sessions through radixgate; usage and TTFT of each.
 
 Starts `radixgate serve` on a model whose context holds Claude Code's ~20k-token prompt (default the
-0.5B Qwen2.5-Coder GGUF), creates a tenant, then runs two separate sessions with
+0.5B Qwen2.5-Coder, alias `qwen2.5-coder-0.5b`), creates a tenant, then runs two separate sessions with
 `claude_agent_sdk.query` in one temporary project directory (its bundled CLI, ANTHROPIC_BASE_URL at
 the server, the tenant's key, every model name mapped to the served model, no telemetry). Prints
 each session's ResultMessage usage, the client's TTFT (query start to the first streamed text) and
@@ -18,7 +18,8 @@ import typer
 
 from bench.output import verdict, write_json
 
-DEFAULT_MODEL = "/work/dl/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+LOCAL_GGUF = Path("/work/dl/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")  # a local copy of the alias's file, when present
+DEFAULT_MODEL = str(LOCAL_GGUF) if LOCAL_GGUF.exists() else "qwen2.5-coder-0.5b"  # 32k context, Q4_K_M
 DEFAULT_KV_CACHE_TOKENS = 65536
 DEFAULT_PROMPT = "What is 2+2? Answer with the number only; do not use any tool."
 TARGET_READ_SHARE = 0.8

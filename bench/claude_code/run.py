@@ -39,16 +39,19 @@ async def one_session(index: int, project: Path, env: dict[str, str], model: str
     from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, StreamEvent, query
 
     options = ClaudeAgentOptions(cwd=str(project), env=env, model=model, max_turns=1, include_partial_messages=True)
-    started, ttft_s, result = time.perf_counter(), None, None
-    async for item in query(prompt=prompt, options=options):
-        if isinstance(item, StreamEvent) and ttft_s is None and item.event.get("type") == "content_block_delta":
-            ttft_s = round(time.perf_counter() - started, 2)
-        if isinstance(item, ResultMessage):
-            result = item
+    started, ttft_s, result, failure = time.perf_counter(), None, None, None
+    try:
+        async for item in query(prompt=prompt, options=options):
+            if isinstance(item, StreamEvent) and ttft_s is None and item.event.get("type") == "content_block_delta":
+                ttft_s = round(time.perf_counter() - started, 2)
+            if isinstance(item, ResultMessage):
+                result = item
+    except Exception as exc:  # the CLI ended with an error result (an API error it did not retry): report it
+        failure = f"{type(exc).__name__}: {exc}"
     wall_s = time.perf_counter() - started
     if result is None:
         return {"index": index, "is_error": True, "subtype": "no_result", "ttft_s": ttft_s, "wall_s": wall_s,
-                "result": None, "usage": None, "prompt_tokens": 0, "read_share": 0.0}
+                "result": failure, "usage": None, "prompt_tokens": 0, "read_share": 0.0}
     usage = result.usage or {}
     prompt_tokens = sum(usage.get(key) or 0 for key in
                         ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))

@@ -3,7 +3,8 @@ with its `cache_control` breakpoints.
 
     conversation = read_conversation(system, messages, tools, top_level_cache_control)
 
-- `system` (a string or text blocks) becomes one leading system message (blocks joined as text parts);
+- `system` (a string or text blocks) becomes one leading system message (blocks joined as text parts); a
+  `system` turn among the messages (Claude Code sends its environment block so) a system message in place;
 - a user message's `tool_result` blocks become `tool` messages (in order, `is_error` results marked
   "Error: "), its text blocks one user message after them;
 - an assistant message's text blocks become its content, its `tool_use` blocks its `tool_calls`
@@ -61,6 +62,8 @@ def read_conversation(system: str | list[dict] | None, messages: list[Any], tool
     for index, message in enumerate(messages):
         if message.role == "user":
             read_user(message.content, f"messages.{index}", conversation)
+        elif message.role == "system":
+            read_system_turn(message.content, f"messages.{index}", conversation)
         else:
             read_assistant(message.content, f"messages.{index}", conversation)
     if messages and messages[-1].role == "assistant":
@@ -117,6 +120,15 @@ def read_system(system: str | list[dict] | None, conversation: Conversation) -> 
         texts.append(text_of(block, f"system.{index}"))
         mark(block, f"system.{index}", 1, conversation)
     conversation.messages.append({"role": "system", "content": text_content(texts)})
+
+
+def read_system_turn(content: str | list[dict], where: str, conversation: Conversation) -> None:
+    """A system message among the turns (text blocks only), kept where it is: the canonicalizer decides its place."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    texts = [text_of(block, f"{where}.content.{index}") for index, block in enumerate(blocks)]
+    conversation.messages.append({"role": "system", "content": text_content(texts)})
+    for index, block in enumerate(blocks):
+        mark(block, f"{where}.content.{index}", len(conversation.messages), conversation)
 
 
 def read_user(content: str | list[dict], where: str, conversation: Conversation) -> None:

@@ -20,7 +20,7 @@ from gateway.canonicalize.surrogates import scrub_surrogates
 class InputMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]  # a system turn mid-conversation (Claude Code's environment block)
     content: str | list[dict[str, Any]]
 
 

@@ -4,6 +4,7 @@ and a 400 naming the field for what radixgate cannot serve."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +83,17 @@ def test_what_claude_code_sends_on_every_request_is_accepted():
     assert request.route_key == "claude-code-session:4f1c2a9e-0000-4000-8000-000000000001"
     assert request.user == user_id
     assert parse(thinking={"type": "enabled", "budget_tokens": 2048}).messages == parse().messages
+
+
+def test_claude_codes_captured_request_parses_with_its_system_turn_and_breakpoints():
+    body = json.loads((Path(__file__).parent / "claude_code_request.json").read_text())
+    request = generation_request(MessagesRequest.model_validate(body), "f7cea0bd-2df6-4695-b85b-e042b0188d26")
+    roles = [message["role"] for message in request.messages]
+    assert roles == ["system", "user", "system"] and len(request.tools) == 21
+    assert request.messages[-1]["content"].startswith("# Environment")
+    assert request.cache_breakpoints == (CacheBreakpoint(1, 300.0), CacheBreakpoint(3, 300.0))
+    assert request.route_key == "claude-code-session:f7cea0bd-2df6-4695-b85b-e042b0188d26"
+    assert request.sampling.max_tokens == 32000 and request.output is None
 
 
 def test_session_header_wins_and_older_user_ids_still_route():
