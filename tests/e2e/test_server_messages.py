@@ -79,7 +79,9 @@ def test_errors_come_in_anthropics_envelope(gateway_server, client, tenant_key):
     with pytest.raises(anthropic.BadRequestError) as bad:
         client.messages.create(model="default", max_tokens=8, messages=[{"role": "user", "content": [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}])
-    assert bad.value.body["type"] == "invalid_request_error" and "messages.0.content.0.type" in bad.value.body["message"]
+    envelope = bad.value.body  # the SDK keeps the whole body: {"type": "error", "error": {"type", "message"}}
+    assert envelope["type"] == "error" and envelope["error"]["type"] == "invalid_request_error"
+    assert "messages.0.content.0.type" in envelope["error"]["message"]
     response = httpx.post(f"{gateway_server.url}/v1/messages", json={"model": "default", "messages": []},
                           headers={"x-api-key": tenant_key, "anthropic-version": "2023-06-01"}, timeout=60)
     assert response.status_code == 400 and response.json()["type"] == "error"
