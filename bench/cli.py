@@ -13,6 +13,7 @@ require_extras()  # before the benches import: a missing extra fails here, with 
 
 from bench.accuracy import command as accuracy
 from bench.agent import command as agent
+from bench.claude_code import command as claude_code
 from bench.cluster import command as cluster
 from bench.decode import command as decode
 from bench.fairness import command as fairness
@@ -26,5 +27,6 @@ from bench.structured import command as structured
 from bench.tier import command as tier
 
 app = typer.Typer(help="Benchmarks: ratios measured side by side in one run.", no_args_is_help=True)
-for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy, cluster, tier):
+for bench in (radix, agent, rag, policy, fairness, decode, stats, structured, hostile, load, accuracy, cluster, tier,
+              claude_code):
     bench.register(app)

@@ -33,6 +33,7 @@ class Detokenizer:
         self.text = ""
         self.num_emitted = 0
         self.is_stopped = False
+        self.matched_stop: str | None = None  # the stop string that stopped it (trimmed from self.text)
 
     def _decode(self, ids: list[int]) -> str:
         return self._tokenizer.decode(ids, skip_special_tokens=True)
@@ -66,10 +67,11 @@ class Detokenizer:
         return self.add_token(None)
 
     def _trim_stop(self, search_from: int) -> bool:
-        positions = [i for i in (self.text.find(s, search_from) for s in self._stop) if i >= 0]
-        if not positions:
+        found = [(i, s) for s, i in ((s, self.text.find(s, search_from)) for s in self._stop) if i >= 0]
+        if not found:
             return False
-        self.text = self.text[: min(positions)]
+        position, self.matched_stop = min(found)
+        self.text = self.text[:position]
         self.is_stopped = True
         return True
 

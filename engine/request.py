@@ -180,4 +180,5 @@ class Request:
             output_token_ids=self.output_ids,
             output_text=text,
             error=self.error,
+            stop_sequence=self.detokenizer.matched_stop if self.detokenizer else None,
         )

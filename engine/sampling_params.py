@@ -89,6 +89,7 @@ class RequestOutput:
     output_token_ids: list[int] | None = None
     output_text: str | None = None
     error: BaseException | None = None
+    stop_sequence: str | None = None  # on the last output: the stop string that ended the request, if one did
 
     @property
     def is_finished(self) -> bool:

@@ -11,8 +11,8 @@
   if it raises (gateway.db.session.session_scope, the one place). So a client never holds
   an answer (a key, a template version, a pin) whose write has not committed; a failed
   commit is a 5xx instead.
-- CallerDep / TenantDep: the caller resolved from `Authorization: Bearer <key>`;
-  401 in OpenAI's error shape otherwise. Callers are cached on gw.auth_cache (TTL,
+- CallerDep / TenantDep: the caller resolved from `Authorization: Bearer <key>` (or Anthropic's
+  `x-api-key: <key>`); 401 in the route's error shape otherwise. Callers are cached on gw.auth_cache (TTL,
   stale-if-error: a database outage does not fail requests from known keys).
   Authentication uses its own short read-only session, then queues a best-effort
   touch of the key's last_used_at (written off the request path), so the Tenant
@@ -129,6 +129,16 @@ def bearer_key(request: Request) -> str:
     return key.strip()
 
 
+def tenant_key(request: Request) -> str:
+    """A tenant's key: Anthropic's `x-api-key` header when sent, else the bearer token; 401 without either."""
+    key = request.headers.get("x-api-key", "").strip()
+    if key:
+        return key
+    if not request.headers.get("authorization"):
+        raise unauthorized("Missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'.")
+    return bearer_key(request)
+
+
 def get_caller(request: Request, gw: StateDep) -> Caller:
     """The caller for the bearer key: from gw.auth_cache while fresh, else from the database.
 
@@ -136,7 +146,7 @@ def get_caller(request: Request, gw: StateDep) -> Caller:
     auth_cache_stale_s, logged); a key never seen before gets 503. last_used_at is touched
     when the database is read (so at most once per TTL per key) and never fails the request.
     """
-    key = bearer_key(request)
+    key = tenant_key(request)
     cache = gw.auth_cache
     digest = tenants.hash_key(key)
     cached = cache.lookup_fresh(digest) if cache is not None else None

@@ -2,13 +2,16 @@
 
 Every error response body is {"error": {"message", "type", "param", "code"}},
 whatever raised it: an `ApiError`, a request-validation failure (400), a
-Starlette HTTPException (404, 405, ...), or an engine error.
+Starlette HTTPException (404, 405, ...), or an engine error. A wire format with
+an envelope of its own (Anthropic's, gateway/messages/envelope.py) registers an
+ErrorEnvelope: the same ApiError, rendered its way for the requests it matches.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -170,8 +173,24 @@ def from_exception(exc: Exception) -> ApiError:
     return ApiError(500, "Internal server error.", "server_error", "internal_error")
 
 
+@dataclass(frozen=True)
+class ErrorEnvelope:
+    """Another wire format's error shape: `render` answers every error of the requests `matches`."""
+
+    matches: Callable[[Request], bool]
+    render: Callable[[ApiError], JSONResponse]
+
+
+def respond(request: Request, error: ApiError) -> JSONResponse:
+    """`error` in the envelope of the request's wire format (OpenAI's unless an ErrorEnvelope matches)."""
+    for envelope in getattr(request.app.state, "error_envelopes", ()):
+        if envelope.matches(request):
+            return envelope.render(error)
+    return error.to_response()
+
+
 async def _api_error_handler(request: Request, exc: ApiError) -> JSONResponse:
-    return exc.to_response()
+    return respond(request, exc)
 
 
 async def _validation_handler(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -179,14 +198,14 @@ async def _validation_handler(request: Request, exc: RequestValidationError) -> 
     first = errors[0] if errors else {}
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
     message = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors[:5])
-    return bad_request(message or "Invalid request body.", ".".join(loc) or None).to_response()
+    return respond(request, bad_request(message or "Invalid request body.", ".".join(loc) or None))
 
 
 async def _http_error_handler(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
     code = {401: "invalid_api_key", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
     headers = getattr(exc, "headers", None)
-    return ApiError(exc.status_code, str(exc.detail), kind, code, headers=headers).to_response()
+    return respond(request, ApiError(exc.status_code, str(exc.detail), kind, code, headers=headers))
 
 
 async def _unhandled_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -195,7 +214,7 @@ async def _unhandled_handler(request: Request, exc: Exception) -> JSONResponse:
         log.warning("database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
     if api_error.status_code >= 500 and api_error.code == "internal_error":
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return api_error.to_response()
+    return respond(request, api_error)
 
 
 async def _database_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -204,10 +223,11 @@ async def _database_handler(request: Request, exc: Exception) -> JSONResponse:
     return await _unhandled_handler(request, exc)
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Render every error as OpenAI error JSON."""
+def install_error_handlers(app: FastAPI, envelopes: tuple[ErrorEnvelope, ...] = ()) -> None:
+    """Render every error as OpenAI error JSON, or in the first of `envelopes` that matches its request."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    app.state.error_envelopes = envelopes
     app.add_exception_handler(SQLAlchemyError, _database_handler)
     app.add_exception_handler(ApiError, _api_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_handler)

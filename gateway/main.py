@@ -22,6 +22,7 @@ from fastapi import FastAPI
 
 from gateway.body_limit import BodyLimit
 from gateway.errors import install_error_handlers
+from gateway.messages.envelope import ANTHROPIC_ENVELOPE
 from gateway.services import build_services, prompt_model_for, start_engine
 from gateway.settings import Settings
 
@@ -50,7 +51,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
     docs = {"openapi_url": None, "docs_url": None, "redoc_url": None} if settings.protect_docs else {}
     app = FastAPI(title="radixgate", version="0.1.0", lifespan=lifespan, **docs)
-    install_error_handlers(app)
+    install_error_handlers(app, (ANTHROPIC_ENVELOPE,))
     include_routers(app)
     if settings.protect_docs:
         from gateway.routes import docs as docs_routes
@@ -62,10 +63,11 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
 def include_routers(app: FastAPI) -> None:
     from gateway.routes import (
-        admin, canonicalize, chat, fleet, metrics, models, pins, responses, stats, template_studio, templates,
+        admin, canonicalize, chat, fleet, messages, metrics, models, pins, responses, stats, template_studio, templates,
     )
 
-    for module in (chat, responses, models, canonicalize, stats, metrics, admin, template_studio, templates, pins, fleet):
+    for module in (chat, responses, messages, models, canonicalize, stats, metrics, admin, template_studio, templates,
+                   pins, fleet):
         app.include_router(module.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -42,7 +42,8 @@ async def answer_events(run: GenerationRun) -> AsyncIterator[TextDelta | Answer]
         parts.append(rest)
         yield TextDelta(rest)
     tool_calls = tuple(calls or [from_openai_call(call) for call in backend_calls])
-    yield Answer("".join(parts), tool_calls, run.answer_finish_reason(tool_calls), run.api_usage())
+    yield Answer("".join(parts), tool_calls, run.answer_finish_reason(tool_calls), run.api_usage(),
+                 None if tool_calls else run.stop_sequence)
 
 
 async def complete(run: GenerationRun) -> Answer:

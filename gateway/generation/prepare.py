@@ -71,6 +71,7 @@ def generation_params(request: GenerationRequest, default_max_tokens: int, spec:
         max_tokens=sampling.max_tokens or default_max_tokens,
         temperature=sampling.temperature,
         top_p=sampling.top_p,
+        top_k=sampling.top_k,
         seed=sampling.seed,
         stop=sampling.stop,
         tools=request.tools,

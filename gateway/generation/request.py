@@ -43,11 +43,12 @@ class CacheBreakpoint:
 
 @dataclass(frozen=True)
 class Sampling:
-    """How to sample. `max_tokens` None: the server's default (settings.default_max_tokens)."""
+    """How to sample. `max_tokens` None: the server's default (settings.default_max_tokens). `top_k` 0: off."""
 
     max_tokens: int | None = None
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0
     seed: int | None = None
     stop: tuple[str, ...] = ()
 

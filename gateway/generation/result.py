@@ -61,3 +61,4 @@ class Answer:
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str
     usage: Usage
+    stop_sequence: str | None = None  # finish_reason "stop" by one of the request's stop strings: that string

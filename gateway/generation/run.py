@@ -75,6 +75,7 @@ class GenerationRun:
     backend: Backend | None = None
     usage: BackendUsage | None = None
     finish_reason: str = "stop"
+    stop_sequence: str | None = None  # the stop string that ended the answer (the backend's final chunk)
     num_completion_tokens: int = 0
     status: str = "ok"
     error_code: str | None = None
@@ -174,6 +175,7 @@ class GenerationRun:
         if chunk.finish_reason is not None:
             self.finish_reason = "stop" if chunk.finish_reason == "abort" else chunk.finish_reason
             self.usage = chunk.usage
+            self.stop_sequence = chunk.stop_sequence
         return chunk
 
     async def chunks(self) -> AsyncIterator[BackendChunk]:

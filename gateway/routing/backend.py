@@ -70,6 +70,7 @@ class GenerationParams:
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0  # 0: off
     seed: int | None = None
     stop: tuple[str, ...] = ()
     tools: tuple[dict, ...] = ()  # in the chat template's form: {"type": "function", "function": {...}}
@@ -142,6 +143,7 @@ class BackendChunk:
     finish_reason: str | None = None
     usage: BackendUsage | None = None
     tool_calls: tuple[dict, ...] = field(default_factory=tuple)
+    stop_sequence: str | None = None  # on the final chunk: the caller's stop string that ended the answer, if known
 
 
 @runtime_checkable

@@ -70,7 +70,8 @@ class EmbeddedBackend:
                     continue
                 is_finished = True
                 yield BackendChunk(
-                    text=out.text, token_ids=tuple(out.token_ids), finish_reason=out.finish_reason, usage=to_usage(out.usage)
+                    text=out.text, token_ids=tuple(out.token_ids), finish_reason=out.finish_reason, usage=to_usage(out.usage),
+                    stop_sequence=getattr(out, "stop_sequence", None),
                 )
                 return
         finally:
@@ -86,6 +87,7 @@ def to_sampling_params(params: GenerationParams):
         max_tokens=params.max_tokens,
         temperature=params.temperature,
         top_p=params.top_p,
+        top_k=params.top_k,
         seed=params.seed,
         stop=list(params.stop),
         grammar=params.grammar,

@@ -152,8 +152,11 @@ class RemoteBackend:
             optional.update(tools=[dict(t) for t in params.tools], tool_choice=openai_tool_choice(params.tool_choice),
                             parallel_tool_calls=params.parallel_tool_calls)
         kwargs.update({k: v for k, v in optional.items() if v is not None})
+        extra_body = {"top_k": params.top_k} if params.top_k else {}  # vLLM's and SGLang's sampling extra
         if self.salter is not None and namespace is not None:
-            kwargs["extra_body"] = {"cache_salt": self.salter.salt(namespace)}
+            extra_body["cache_salt"] = self.salter.salt(namespace)
+        if extra_body:
+            kwargs["extra_body"] = extra_body
         return kwargs
 
     async def stream(

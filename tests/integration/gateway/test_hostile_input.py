@@ -1,5 +1,5 @@
 """Hostile input against a real loopback server over the shared engine: schemathesis over the app's own
-OpenAPI schema (no 5xx, every error OpenAI-shaped), template bombs (400 naming the template and line,
+OpenAPI schema (no 5xx, every error in its wire format's envelope), template bombs (400 naming the template and line,
 other tenants served), unicode edge cases, and the body/field limits."""
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ def assert_openai_error(response) -> None:
     assert set(body["error"]) == {"message", "type", "param", "code"} and body["error"]["message"], body
 
 
+def assert_anthropic_error(response) -> None:
+    body = response.json()
+    assert set(body) == {"type", "error"} and body["type"] == "error", body
+    assert set(body["error"]) == {"type", "message"} and body["error"]["message"], body
+
+
 @SCHEMA.parametrize()
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_schema_fuzzing_never_gives_a_5xx_and_every_error_is_openai_shaped(case, server):
@@ -74,8 +80,8 @@ def test_schema_fuzzing_never_gives_a_5xx_and_every_error_is_openai_shaped(case,
                 case.body[field] = 4
     response = case.call(base_url=server, headers=headers, timeout=60)
     assert response.status_code < 500, (response.status_code, response.text[:500])
-    if response.status_code >= 400:
-        assert_openai_error(response)
+    if response.status_code >= 400:  # each wire format's own envelope: Anthropic's on the Messages API
+        (assert_anthropic_error if case.path.startswith("/v1/messages") else assert_openai_error)(response)
 
 
 @pytest.mark.parametrize("name", sorted(BOMBS))

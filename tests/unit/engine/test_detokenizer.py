@@ -35,17 +35,17 @@ def test_multibyte_characters_are_released_whole():
 def test_stop_string_is_trimmed_and_never_streamed():
     deltas, detok = stream("The answer is 42.\nUser: more", stop=["\nUser:"])
     assert "".join(deltas) == "The answer is 42." == detok.text
-    assert detok.is_stopped
+    assert detok.is_stopped and detok.matched_stop == "\nUser:"
 
 
 def test_partial_stop_prefix_is_released_when_it_does_not_complete():
     deltas, detok = stream("a\nUb", stop=["\nUser:"])
-    assert "".join(deltas) == "a\nUb" and not detok.is_stopped
+    assert "".join(deltas) == "a\nUb" and not detok.is_stopped and detok.matched_stop is None
 
 
 def test_earliest_of_several_stop_strings_wins():
     _, detok = stream("one two three", stop=["three", "two"])
-    assert detok.text == "one "
+    assert detok.text == "one " and detok.matched_stop == "two"
 
 
 def test_special_tokens_add_no_text():
