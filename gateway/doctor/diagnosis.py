@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from gateway.db import doctor_queries, insight_queries
 from gateway.db.doctor_queries import LossGroup, SharedKey, TtftFit
 from gateway.db.models import Tenant
-from gateway.doctor.fixes import COUNTERFACTUALS, CauseFacts, describe_cause
+from gateway.doctor.fixes import COUNTERFACTUALS, DIAGNOSIS_REASONS, CauseFacts, describe_cause
 
 SPEEDUP_MODEL = "prefill time ~ uncached prompt tokens (summed over the window's requests)"
 TTFT_MODEL = "TTFT = a + b x uncached tokens, least squares over the tenant's own completed requests"
@@ -51,6 +51,7 @@ class Cause:
     fix: str
     counterfactual: str
     speedup: float | None
+    reason: str = ""  # the per-request diagnosis reason this cause sums up (fixes.DIAGNOSIS_REASONS)
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,8 @@ def attribute(groups: list[LossGroup], isolated: list[SharedKey]) -> tuple[Count
 def build_cause(code: str, lost: int, total_lost: int, num_requests: int, facts: CauseFacts, speedup) -> Cause:
     title, detail, fix = describe_cause(code, facts)
     share = lost / total_lost if total_lost else 0.0
-    return Cause(code, title, lost, share, num_requests, detail, fix, COUNTERFACTUALS[code], speedup)
+    return Cause(code, title, lost, share, num_requests, detail, fix, COUNTERFACTUALS[code], speedup,
+                 DIAGNOSIS_REASONS[code])
 
 
 def make_speedup(

@@ -270,6 +270,7 @@ class GenerationRun:
             latency_ms=(time.perf_counter() - self.started_s) * 1000,
             status=self.status,
             error_code=self.error_code,
+            diagnosis=self.cache_diagnosis(),
         )
 
     def _close_stream(self) -> None:

@@ -79,6 +79,11 @@ class CacheDiagnosis:
         read = self.expected_cached_tokens if self.cached_tokens is None else self.cached_tokens
         return max(0, self.reusable_tokens - read)
 
+    @property
+    def log_reason(self) -> str | None:
+        """The request log's `miss_cause` (at most 16 characters): the reason of a miss, None otherwise."""
+        return self.reason if self.is_miss else None
+
     def with_cached(self, cached_tokens: int | None) -> CacheDiagnosis:
         """The diagnosis once the engine's cached figure is known: a prefix that matched but was read
         short is `evicted`."""

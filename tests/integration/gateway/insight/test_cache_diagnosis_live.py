@@ -4,10 +4,11 @@ reason the x-radixgate-cache-diagnosis header (and the asked-for field) reports 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
-from tests.support.app import create_tenant, make_client
+from tests.support.app import create_tenant, make_client, wait_for_log_rows
 
 pytestmark = pytest.mark.slow
 
@@ -70,10 +71,15 @@ def test_first_request_is_a_cold_start_and_the_next_question_reuses_the_prefix(c
     assert hit["cached_tokens"] == cached >= hit["expected_cached_tokens"] > 0
 
 
-def test_a_changed_tool_is_tools_changed(client, tenant):
+def test_a_changed_tool_is_tools_changed_in_the_header_and_the_request_log(client, tenant):
     renamed = [TOOLS[0], {**TOOLS[1], "function": {**TOOLS[1]["function"], "description": "Reserve a study room."}}]
     diagnosis = first_then(client, tenant, body("Opening hours?"), body("Opening hours?", tools=renamed))
     assert diagnosis["reason"] == "tools_changed" and diagnosis["section"] == "tools" and diagnosis["missed_tokens"] > 0
+    rows = [row for row in wait_for_log_rows(client.app.state.gw, 1) if row.tenant_id == tenant["id"]]
+    deadline = time.monotonic() + 10
+    while len(rows) < 2 and time.monotonic() < deadline:
+        rows = [row for row in wait_for_log_rows(client.app.state.gw, 1) if row.tenant_id == tenant["id"]]
+    assert [row.miss_cause for row in rows] == ["cold_start", "tools_changed"]  # the doctor's and dashboard's source
 
 
 def test_a_changed_system_prompt_is_system_changed(client, tenant):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.insight.cache_diagnosis import REASONS, CacheDiagnosis, classify
+from gateway.insight.cache_diagnosis import NOT_A_MISS, REASONS, CacheDiagnosis, classify
 from gateway.insight.diagnosis_render import (
     anthropic_diagnostics,
     header_value,
@@ -171,3 +171,14 @@ def test_openai_shape():
     assert gone["type"] == "comparison_response_not_found"
     assert requested_comparison({"prompt_cache_options": {"comparison_response_id": "resp_1"}}) == "resp_1"
     assert requested_comparison({"prompt_cache_options": "x"}) is None and requested_comparison(None) is None
+
+
+def test_the_doctor_and_the_request_log_speak_the_diagnosis_vocabulary():
+    from gateway.doctor.fixes import DIAGNOSIS_REASONS, TITLES
+
+    assert set(DIAGNOSIS_REASONS) == set(TITLES) and set(DIAGNOSIS_REASONS.values()) <= set(REASONS)
+    for reason in set(REASONS) - set(NOT_A_MISS):  # these two are never a miss
+        logged = diagnosis(reason).log_reason
+        assert logged == reason and len(logged) <= 16  # RequestLog.miss_cause is String(16)
+    assert diagnosis("hit", is_miss=False).log_reason is None
+    assert classify(None, PREVIOUS, page_size=PAGE, named_previous="gone").log_reason is None
