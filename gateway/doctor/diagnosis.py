@@ -19,6 +19,10 @@ Speedup if fixed, per cause and for turning canonicalization on (all ordering ca
 before / after, where before = the window's uncached prompt tokens and after = before - the
 tokens the fix recovers, under SPEEDUP_MODEL; and under TTFT_MODEL with the tenant's own TTFTs.
 canonical_hit_rate (= attainable_hit_rate) = canonical cached / canonical prompt tokens.
+
+Each cause names (`Cause.reason`) the per-request cache diagnosis reason it sums up over the window
+(fixes.DIAGNOSIS_REASONS; gateway/insight/cache_diagnosis.py): what the x-radixgate-cache-diagnosis header
+says of one request and the request log's miss_cause records, the doctor says of many.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ while the backend prefills, and the log row waits for that figure, the response 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from gateway.routing.load import LoadTracker
     from gateway.tenants.limits import TenantLimits
     from gateway.tenants.rate_limits import RateLimiter
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -128,10 +131,14 @@ class RequestPath:
         from gateway.tenants.dynamic_rules import rules_for
 
         tenant = run.caller.tenant
-        current = fingerprint(response_id=run.request_id, tenant_id=tenant.id, domain=run.namespace,
-                              model=run.model_id, prepared=run.prepared, request=run.request,
-                              rules=rules_for(tenant), page_size=self.diagnoses.page_size)
-        run.diagnosis = self.diagnoses.diagnose(current, run.request.compare_to)
+        try:
+            current = fingerprint(response_id=run.request_id, tenant_id=tenant.id, domain=run.namespace,
+                                  model=run.model_id, prepared=run.prepared, request=run.request,
+                                  rules=rules_for(tenant), page_size=self.diagnoses.page_size)
+            run.diagnosis = self.diagnoses.diagnose(current, run.request.compare_to)
+        except Exception:  # a diagnosis describes the request: it must never fail it
+            log.warning("no cache diagnosis for %s", run.request_id, exc_info=True)
+            return None
         return current
 
     def observe_canonical(self, run: GenerationRun) -> Future[CanonicalFigures | None] | None:

@@ -5,8 +5,9 @@
 
 Which previous request: the one the client names (a response id: `diagnostics.previous_message_id`,
 `prompt_cache_options.comparison_response_id`) if the store holds it and it is the same tenant's;
-else the tenant's last request in the same cache domain; else the tenant's last request in any
-domain (so a model, salt or cache-group change is named as such). Another tenant's request is never
+else the tenant's last request of the same session (route key: prompt_cache_key, a Responses chain)
+in the same cache domain; else its last in that domain; else its last in any domain (so a model, salt
+or cache-group change is named as such). Another tenant's request is never
 compared against: a diagnosis must not tell a tenant what another sent (tenants/isolation.py).
 
 Bounded: at most `max_records` fingerprints by response id and as many per-caller pointers, LRU;
@@ -42,7 +43,10 @@ class DiagnosisStore:
             if named_previous:
                 found = self._by_id.get(named_previous)
                 return found if found is not None and found.tenant_id == current.tenant_id else None
-            return self._last.get((current.tenant_id, current.domain)) or self._last.get(current.tenant_id)
+            keys = [(current.tenant_id, current.domain), current.tenant_id]
+            if current.route_key:
+                keys.insert(0, (current.tenant_id, current.domain, current.route_key))
+            return next((self._last[key] for key in keys if key in self._last), None)
 
     def diagnose(self, current: PromptFingerprint, named_previous: str | None = None) -> CacheDiagnosis:
         """Classify `current` against its previous request (nothing is recorded)."""
@@ -54,6 +58,9 @@ class DiagnosisStore:
         with self._lock:
             put(self._by_id, fingerprint.response_id, fingerprint, self.max_records)
             put(self._last, (fingerprint.tenant_id, fingerprint.domain), fingerprint, self.max_records)
+            if fingerprint.route_key:
+                put(self._last, (fingerprint.tenant_id, fingerprint.domain, fingerprint.route_key), fingerprint,
+                    self.max_records)
             put(self._last, fingerprint.tenant_id, fingerprint, self.max_records)
 
 

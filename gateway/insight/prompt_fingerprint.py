@@ -45,6 +45,7 @@ class PromptFingerprint:
     history: tuple[tuple[str, str], ...] = ()
     question: tuple[str, str] = ("", "")  # the question as a history message would hash
     order: tuple[str, str] = ("", "")  # (raw tool order, raw role sequence)
+    route_key: str | None = None  # the request's session (prompt_cache_key, a Responses chain, an agent session)
 
     @property
     def canonicalized(self) -> bool:
@@ -96,14 +97,15 @@ def fingerprint(
                 break
             boundary += count
     template = f"{prepared.template_name}@{prepared.template_version}" if prepared.is_canonicalized else None
-    question = message_hashes({"role": "user", "content": sections.question}, rules)
+    text = sections.question if isinstance(sections.question, str) else str(sections.question.get("content", ""))
+    question = message_hashes({"role": "user", "content": text}, rules)
     return PromptFingerprint(
         response_id=response_id, tenant_id=tenant_id, domain=domain, model=model, template=template,
         num_tokens=len(served), boundary=boundary,
         served_pages=page_chain(served, page_size),
         sections=section_hashes(sections, rules),
         history=tuple(message_hashes(message, rules) for message in sections.history),
-        question=question, order=raw_order(request),
+        question=question, order=raw_order(request), route_key=request.route_key,
     )
 
 

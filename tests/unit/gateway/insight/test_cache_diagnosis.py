@@ -24,12 +24,12 @@ SECTIONS = {"system": "s1", "tools": "t1", "context": "c0", "history": "h0", "dy
 
 
 def fp(ids, *, response_id="r1", tenant_id=1, domain="tenant:1|m", model="m", template="agent@None", boundary=None,
-       history=(), question=("q", "q"), order=("o", "o"), **sections) -> PromptFingerprint:
+       history=(), question=("q", "q"), order=("o", "o"), route_key=None, **sections) -> PromptFingerprint:
     return PromptFingerprint(
         response_id=response_id, tenant_id=tenant_id, domain=domain, model=model, template=template,
         num_tokens=len(ids), boundary=len(ids) if boundary is None else boundary,
         served_pages=page_chain(ids, PAGE), sections={**SECTIONS, **sections}, history=tuple(history),
-        question=question, order=order,
+        question=question, order=order, route_key=route_key,
     )
 
 
@@ -182,3 +182,11 @@ def test_the_doctor_and_the_request_log_speak_the_diagnosis_vocabulary():
         assert logged == reason and len(logged) <= 16  # RequestLog.miss_cause is String(16)
     assert diagnosis("hit", is_miss=False).log_reason is None
     assert classify(None, PREVIOUS, page_size=PAGE, named_previous="gone").log_reason is None
+
+
+def test_the_store_prefers_the_same_session_then_the_domain():
+    store = DiagnosisStore(PAGE)
+    store.remember(replace(PREVIOUS, route_key="session-a"))
+    store.remember(fp([*STATIC, 7], response_id="r2", route_key="session-b"))
+    assert store.diagnose(fp(STATIC, response_id="r3", route_key="session-a")).previous_id == "r1"
+    assert store.diagnose(fp(STATIC, response_id="r4", route_key="session-c")).previous_id == "r2"
