@@ -157,3 +157,13 @@ def test_chat_field_and_responses_field_when_a_comparison_response_is_named(clie
     again = client.post("/v1/responses", json=named, headers=tenant["headers"])
     assert again.json()["prompt_cache_diagnostics"]["type"] == "cache_hit"
     assert json.loads(again.headers["x-radixgate-cache-diagnosis"])["previous_id"] == unknown.json()["id"]
+
+
+def test_a_stream_carries_the_diagnosis_known_before_its_first_byte(client, tenant):
+    send(client, tenant, body("Opening hours?"))
+    payload = body("Opening hours?", system=SYSTEM + " Never mention fines.", stream=True)
+    with client.stream("POST", "/v1/chat/completions", json=payload, headers=tenant["headers"]) as response:
+        assert response.status_code == 200
+        diagnosis = json.loads(response.headers["x-radixgate-cache-diagnosis"])
+        response.read()
+    assert diagnosis["reason"] == "system_changed" and diagnosis["cached_tokens"] is None
