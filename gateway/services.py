@@ -66,6 +66,7 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
     from gateway.generation.record import RunRecorder
     from gateway.generation.served_models import ServedModels
     from gateway.insight.metrics import Metrics
+    from gateway.insight.diagnosis_store import DiagnosisStore
     from gateway.insight.miss_cause import MissAttributor
     from gateway.insight.shadow import ShadowIndex
     from gateway.pins.service import Pinner
@@ -93,7 +94,7 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
         rate_limiter=RateLimiter(settings.default_tenant_requests_per_minute, settings.default_tenant_tokens_per_minute),
         in_flight=in_flight,
         shadow=ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces),
-        canonical_shadow=canonical_shadow, background_tasks=background_tasks,
+        canonical_shadow=canonical_shadow, background_tasks=background_tasks, diagnoses=DiagnosisStore(page_size),
     )
     return GatewayState(
         settings=settings, db_engine=db_engine, session_factory=session_factory, engine=engine,

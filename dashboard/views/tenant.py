@@ -43,7 +43,9 @@ else:
     st.caption("Details and fixes: see the Cache doctor page.")
 by_section = pd.DataFrame(stats["lost_tokens_by_cause"])
 if not by_section.empty:
-    with st.expander("First changed section of missed requests (miss attribution)"):
+    with st.expander("Why missed requests missed, request by request (cache diagnosis)"):
+        st.caption("Each request's reason against its caller's previous request, as its "
+                   "x-radixgate-cache-diagnosis header said; the causes above sum the same reasons over the window.")
         st.dataframe(by_section, hide_index=True, width="stretch")
 
 st.subheader("Pins")

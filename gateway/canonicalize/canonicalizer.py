@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.canonicalize.agent_context import split_agent_context
 from gateway.canonicalize.context import (
     dedupe_docs,
     docs_from_field,
@@ -36,27 +37,30 @@ CONVERSATION_ROLES = ("user", "assistant", "tool", "function")
 
 def canonicalize(body: dict, rules: DynamicRules | None = None, *, sort_context_by_id: bool = False) -> Sections:
     """Split `body` into Sections (see module docstring for every choice)."""
-    parts = split_messages(validate_messages(body))
+    agent = split_agent_context(validate_messages(body))  # a coding agent's context blocks (agent_context.py)
+    parts = split_messages(agent.messages)
     rules = rules or default_rules()
     field_docs = docs_from_field(body.get("context"))
-    raw_system = "\n\n".join(part.strip("\n") for part in parts.system_parts)
+    raw_system = "\n\n".join(part.strip("\n") for part in [*parts.system_parts, *agent.system])
     split = rules.split(normalize_whitespace(raw_system))
     sections = Sections(
         system=normalize_whitespace(split.static),
         tools=canonical_tools(body.get("tools")),
         context=arrange_docs(field_docs + parts.docs, sort_context_by_id),
         history=parts.history,
-        dynamic=split.dynamic,
+        dynamic=split.dynamic + agent.dynamic,
         question=parts.question,
     )
     is_canonical = (
         parts.is_system_leading
         and not parts.docs
+        and not agent.system
         and raw_system == normalize_whitespace(raw_system)
         and not split.dynamic
         and is_sorted_by_name(body.get("tools") or [])
     )
-    sections.signals = Signals(found_sections(sections), bool(split.dynamic), is_canonical, split.patterns)
+    patterns = sorted({*split.patterns, *(["git_status"] if agent.dynamic else [])})
+    sections.signals = Signals(found_sections(sections), bool(sections.dynamic), is_canonical, patterns)
     return sections
 
 

@@ -40,6 +40,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "today_is": r"\b(?:today|tonight)\s+is\b|\btoday's date\b",
     "speaking_with": r"\byou are (?:now )?(?:speaking|talking|chatting) (?:with|to)\b",
     "user_name": r"\b(?:the )?(?:user|customer)(?:'s)? name is\b|\b(?:user|customer) is (?:named|called)\b",
+    # Claude Code's first system block: its cc_version carries a per-session hash (agent_context.py)
+    "billing_header": r"^\s*x-anthropic-billing-header\s*:",
 }
 
 SPLIT_CACHE_TEXTS = 1024  # distinct texts whose split each rule set remembers

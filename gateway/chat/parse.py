@@ -15,6 +15,7 @@ from typing import Any
 from gateway.chat.schemas import ChatCompletionRequest
 from gateway.errors import FieldPath, bad_request, format_path
 from gateway.generation.request import GenerationRequest, OutputFormat, Sampling, ToolChoice
+from gateway.insight.diagnosis_render import requested_comparison
 
 # OpenAI fields radixgate does not implement, with the values that mean "not used" (sent by some clients)
 UNSUPPORTED_FIELDS = {
@@ -59,6 +60,7 @@ def generation_request(body: ChatCompletionRequest, *, route_key: str | None = N
         cache_salt=salt if isinstance(salt, str) and salt else None,
         route_key=body.prompt_cache_key or route_key,
         user=body.user,
+        compare_to=requested_comparison(body.model_extra),
         names=chat_param_names(body),
     )
 

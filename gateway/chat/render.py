@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.chat.schemas import AssistantMessage, ChatCompletion, Choice, Usage, make_usage
+from gateway.insight.diagnosis_render import openai_prompt_cache_diagnostics
 
 if TYPE_CHECKING:
     from gateway.generation import result
@@ -17,7 +18,14 @@ def chat_completion(run: GenerationRun, answer: result.Answer) -> ChatCompletion
     message = AssistantMessage(content=(answer.text.strip() or None) if calls else answer.text, tool_calls=calls)
     return ChatCompletion(id=run.request_id, created=run.created, model=run.model_id,
                           choices=[Choice(message=message, finish_reason=answer.finish_reason)],
-                          usage=chat_usage(answer.usage))
+                          usage=chat_usage(answer.usage), **asked_diagnostics(run))
+
+
+def asked_diagnostics(run: GenerationRun) -> dict:
+    """{"prompt_cache_diagnostics": ...} when the request named a comparison response (Responses' field, which
+    chat completions accepts as radixgate's extra), else nothing."""
+    diagnosis = run.cache_diagnosis() if run.request.compare_to else None
+    return {} if diagnosis is None else {"prompt_cache_diagnostics": openai_prompt_cache_diagnostics(diagnosis)}
 
 
 def openai_tool_calls(calls: tuple[result.ToolCall, ...]) -> list[dict] | None:

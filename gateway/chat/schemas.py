@@ -130,6 +130,7 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: Usage
     system_fingerprint: str | None = None
+    prompt_cache_diagnostics: dict[str, Any] | None = None  # only when asked (gateway/chat/render.py)
 
 
 class ChunkDelta(BaseModel):

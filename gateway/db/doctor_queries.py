@@ -148,7 +148,7 @@ def order_cause():
 
 def cold_cause():
     """A cold static prefix is a changed tool list where the miss attribution says so."""
-    return case((R.miss_cause == "tools", "tools_vary"), else_="cold_start")
+    return case((R.miss_cause.in_(("tools", "tools_changed")), "tools_vary"), else_="cold_start")  # attributor, diagnosis
 
 
 def row_sums() -> dict:

@@ -19,6 +19,10 @@ Speedup if fixed, per cause and for turning canonicalization on (all ordering ca
 before / after, where before = the window's uncached prompt tokens and after = before - the
 tokens the fix recovers, under SPEEDUP_MODEL; and under TTFT_MODEL with the tenant's own TTFTs.
 canonical_hit_rate (= attainable_hit_rate) = canonical cached / canonical prompt tokens.
+
+Each cause names (`Cause.reason`) the per-request cache diagnosis reason it sums up over the window
+(fixes.DIAGNOSIS_REASONS; gateway/insight/cache_diagnosis.py): what the x-radixgate-cache-diagnosis header
+says of one request and the request log's miss_cause records, the doctor says of many.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from sqlalchemy.orm import Session
 from gateway.db import doctor_queries, insight_queries
 from gateway.db.doctor_queries import LossGroup, SharedKey, TtftFit
 from gateway.db.models import Tenant
-from gateway.doctor.fixes import COUNTERFACTUALS, CauseFacts, describe_cause
+from gateway.doctor.fixes import COUNTERFACTUALS, DIAGNOSIS_REASONS, CauseFacts, describe_cause
 
 SPEEDUP_MODEL = "prefill time ~ uncached prompt tokens (summed over the window's requests)"
 TTFT_MODEL = "TTFT = a + b x uncached tokens, least squares over the tenant's own completed requests"
@@ -51,6 +55,7 @@ class Cause:
     fix: str
     counterfactual: str
     speedup: float | None
+    reason: str = ""  # the per-request diagnosis reason this cause sums up (fixes.DIAGNOSIS_REASONS)
 
 
 @dataclass(frozen=True)
@@ -218,7 +223,8 @@ def attribute(groups: list[LossGroup], isolated: list[SharedKey]) -> tuple[Count
 def build_cause(code: str, lost: int, total_lost: int, num_requests: int, facts: CauseFacts, speedup) -> Cause:
     title, detail, fix = describe_cause(code, facts)
     share = lost / total_lost if total_lost else 0.0
-    return Cause(code, title, lost, share, num_requests, detail, fix, COUNTERFACTUALS[code], speedup)
+    return Cause(code, title, lost, share, num_requests, detail, fix, COUNTERFACTUALS[code], speedup,
+                 DIAGNOSIS_REASONS[code])
 
 
 def make_speedup(

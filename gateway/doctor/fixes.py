@@ -18,6 +18,17 @@ TITLES = {
     "cold_start": "Cold starts (too few requests per prefix)",
     "isolation": "Tenant isolation (same prefix in other tenants)",
 }
+# The per-request cache diagnosis reason (gateway/insight/cache_diagnosis.py REASONS: the x-radixgate-cache-diagnosis
+# header, the request log's miss_cause) each doctor cause sums up: one vocabulary for a request and a window.
+DIAGNOSIS_REASONS = {
+    "dynamic_content": "dynamic_content",
+    "section_order": "section_order",
+    "tools_vary": "tools_changed",
+    "context_first": "section_order",
+    "eviction": "evicted",
+    "cold_start": "cold_start",
+    "isolation": "cache_domain",
+}
 COUNTERFACTUALS = {
     "dynamic_content": "canonical order (dynamic content hoisted), unbounded cache",
     "section_order": "canonical order, unbounded cache",

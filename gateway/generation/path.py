@@ -22,6 +22,7 @@ while the backend prefills, and the log row waits for that figure, the response 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -41,11 +42,15 @@ if TYPE_CHECKING:
     from gateway.generation.record import RunRecorder
     from gateway.generation.served_models import ServedModels
     from gateway.insight.counterfactual import CanonicalFigures, CanonicalShadow
+    from gateway.insight.diagnosis_store import DiagnosisStore
+    from gateway.insight.prompt_fingerprint import PromptFingerprint
     from gateway.insight.shadow import ShadowIndex
     from gateway.routing.backend import BackendRouter
     from gateway.routing.load import LoadTracker
     from gateway.tenants.limits import TenantLimits
     from gateway.tenants.rate_limits import RateLimiter
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class RequestPath:
     shadow: ShadowIndex | None
     canonical_shadow: CanonicalShadow | None
     background_tasks: set[asyncio.Task]
+    diagnoses: DiagnosisStore | None = None  # each caller's previous request, for the run's cache diagnosis
 
     def new_run(self, request: GenerationRequest, caller: Caller, request_id: str | None = None) -> GenerationRun:
         """A run handed only the parts it uses. Its log row's id is the uuid in its request id
@@ -98,9 +104,12 @@ class RequestPath:
             run.namespace = salted_namespace(namespace, request.cache_salt)
             run.shadow_cached_tokens = self.shadow.observe(run.namespace, run.prepared.raw_token_ids) if self.shadow else None
             run.counterfactual = self.observe_canonical(run)
+            fingerprint = self.diagnose(run)
             backend = self.router.pick(run.prepared.prompt, run.namespace, request.route_key)
             run.open(backend, http_request)
             await run.prefetch()
+            if fingerprint is not None:  # the engine has the prompt now: the caller's next request compares with it
+                self.diagnoses.remember(fingerprint)
         except BaseException as exc:
             api_error = from_exception(exc) if isinstance(exc, Exception) else None
             run.fail(api_error.code if api_error else "cancelled")
@@ -112,6 +121,25 @@ class RequestPath:
                 raise api_error from exc
             raise
         return run
+
+    def diagnose(self, run: GenerationRun) -> PromptFingerprint | None:
+        """Set the run's cache diagnosis against the caller's previous request and return the run's
+        fingerprint (None when the path keeps no diagnoses)."""
+        if self.diagnoses is None:
+            return None
+        from gateway.insight.prompt_fingerprint import fingerprint
+        from gateway.tenants.dynamic_rules import rules_for
+
+        tenant = run.caller.tenant
+        try:
+            current = fingerprint(response_id=run.request_id, tenant_id=tenant.id, domain=run.namespace,
+                                  model=run.model_id, prepared=run.prepared, request=run.request,
+                                  rules=rules_for(tenant), page_size=self.diagnoses.page_size)
+            run.diagnosis = self.diagnoses.diagnose(current, run.request.compare_to)
+        except Exception:  # a diagnosis describes the request: it must never fail it
+            log.warning("no cache diagnosis for %s", run.request_id, exc_info=True)
+            return None
+        return current
 
     def observe_canonical(self, run: GenerationRun) -> Future[CanonicalFigures | None] | None:
         """Queue the run's canonical order on the canonical shadow (None when that shadow is off).

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gateway.canonicalize import Sections
     from gateway.db.log_writer import LogWriter
     from gateway.generation.result import Usage
+    from gateway.insight.cache_diagnosis import CacheDiagnosis
     from gateway.insight.counterfactual import CanonicalFigures
     from gateway.insight.metrics import Metrics
     from gateway.insight.miss_cause import MissAttributor
@@ -60,6 +61,7 @@ class RunRecord:
     latency_ms: float
     status: str
     error_code: str | None
+    diagnosis: CacheDiagnosis | None = None  # the run's cache diagnosis (insight/cache_diagnosis.py), if kept
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class RunRecorder:
 
 
 def log_row(run: RunRecord, attributor: MissAttributor | None) -> dict[str, Any]:
-    """The request-log row (keys are RequestLog columns). `attributor` names the miss cause of an ok run."""
+    """The request-log row (keys are RequestLog columns). An ok run's miss cause is its cache diagnosis's reason
+    (insight/cache_diagnosis.py); `attributor` names one only for a run without a diagnosis."""
     row: dict[str, Any] = {
         "id": run.log_id,
         "created_at": run.created_at,
@@ -153,6 +156,8 @@ def section_fields(run: RunRecord, sections: Sections, attributor: MissAttributo
     fields["dynamic_hoisted"] = bool(signals.dynamic_hoisted)
     fields["was_canonical"] = bool(signals.was_canonical)
     fields["dynamic_patterns"] = ",".join(getattr(signals, "dynamic_patterns", []) or []) or None
-    if attributor is not None and run.status == "ok":
+    if run.diagnosis is not None and run.status == "ok":  # the one classification the header and the doctor use
+        fields["miss_cause"] = run.diagnosis.log_reason
+    elif attributor is not None and run.status == "ok":
         fields["miss_cause"] = attributor.attribute(run.tenant_id, hashes)
     return fields

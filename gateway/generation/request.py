@@ -72,6 +72,7 @@ class GenerationRequest:
     route_key: str | None = None  # keeps related requests on one backend (prompt_cache_key, a chain)
     user: str | None = None
     cache_breakpoints: tuple[CacheBreakpoint, ...] = ()  # up to 4, in prompt order (Messages' cache_control)
+    compare_to: str | None = None  # a previous response id the cache diagnosis compares with (insight/diagnosis_store.py)
     names: ParamNames = format_path
 
     def canonical_input(self) -> dict:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from gateway.generation.request import GenerationRequest
     from gateway.generation.result import ToolCall
     from gateway.generation.tool_calls import ToolCallDetector
+    from gateway.insight.cache_diagnosis import CacheDiagnosis
     from gateway.insight.counterfactual import CanonicalFigures
     from gateway.routing.backend import Backend
     from gateway.tenants.limits import TenantLimits
@@ -72,6 +73,7 @@ class GenerationRun:
     namespace: str | None = None
     shadow_cached_tokens: int | None = None
     counterfactual: Future[CanonicalFigures | None] | None = None  # the canonical shadow's figures
+    diagnosis: CacheDiagnosis | None = None  # against the caller's previous request, set at prepare time
     backend: Backend | None = None
     usage: BackendUsage | None = None
     finish_reason: str = "stop"
@@ -195,6 +197,13 @@ class GenerationRun:
             return Usage(prompt, 0, self.num_completion_tokens)
         return Usage(usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens)
 
+    def cache_diagnosis(self) -> CacheDiagnosis | None:
+        """Why this prompt missed against the caller's previous one (insight/cache_diagnosis.py), with the
+        backend's cached figure once the run has it; None when the request path keeps no diagnoses."""
+        if self.diagnosis is None:
+            return None
+        return self.diagnosis.with_cached(self.usage.cached_tokens if self.usage is not None else None)
+
     def delivered_cached_tokens(self) -> int | None:
         """The backend's cached tokens for the log: None when unknown (a remote that reports none)."""
         if self.usage is None:
@@ -264,6 +273,7 @@ class GenerationRun:
             latency_ms=(time.perf_counter() - self.started_s) * 1000,
             status=self.status,
             error_code=self.error_code,
+            diagnosis=self.cache_diagnosis(),
         )
 
     def _close_stream(self) -> None:

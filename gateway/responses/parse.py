@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from gateway.errors import FieldPath, bad_request, format_path
 from gateway.generation.extras import RadixgateExtras
 from gateway.generation.request import GenerationRequest, OutputFormat, Sampling, ToolChoice
+from gateway.insight.diagnosis_render import requested_comparison
 from gateway.responses.items import items_to_messages
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def generation_request(body: ResponsesRequest, items: list[dict], chain_key: str
         canonicalize=extras.canonicalize,
         route_key=body.prompt_cache_key or chain_key,
         user=body.user or body.safety_identifier,
+        compare_to=requested_comparison(body.model_extra),
         names=responses_param,
     )
 

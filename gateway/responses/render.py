@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gateway.insight.diagnosis_render import openai_prompt_cache_diagnostics
 from gateway.responses.schemas import (
     IncompleteDetails,
     InputTokensDetails,
@@ -24,6 +25,7 @@ from gateway.responses.schemas import (
 
 if TYPE_CHECKING:
     from gateway.generation.result import Answer, Usage
+    from gateway.generation.run import GenerationRun
     from gateway.responses.schemas import ResponsesRequest
 
 DEFAULT_TEXT = {"format": {"type": "text"}}
@@ -94,3 +96,12 @@ def echo_tool(tool: dict) -> dict:
     """A function tool as the response lists it (FunctionTool: parameters and strict always present)."""
     return {"type": "function", "name": tool.get("name"), "description": tool.get("description"),
             "parameters": tool.get("parameters"), "strict": tool.get("strict")}
+
+
+def asked_diagnostics(response: ResponseObject, run: GenerationRun) -> ResponseObject:
+    """`response` with `prompt_cache_diagnostics` when its request named a comparison response
+    (`prompt_cache_options.comparison_response_id`), from the run's cache diagnosis."""
+    diagnosis = run.cache_diagnosis() if run.request.compare_to else None
+    if diagnosis is not None:
+        response.prompt_cache_diagnostics = openai_prompt_cache_diagnostics(diagnosis)
+    return response

@@ -120,6 +120,7 @@ class ResponseObject(BaseModel):
     usage: ResponseUsage | None = None
     user: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    prompt_cache_diagnostics: dict[str, Any] | None = None  # when prompt_cache_options.comparison_response_id is sent
 
     @property
     def output_text(self) -> str:

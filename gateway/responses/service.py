@@ -26,7 +26,7 @@ from gateway.generation.answer import complete
 from gateway.responses import store
 from gateway.responses.items import normalize_input, output_items
 from gateway.responses.parse import generation_request
-from gateway.responses.render import ResponseTurn, response_status
+from gateway.responses.render import ResponseTurn, asked_diagnostics, response_status
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -89,7 +89,7 @@ async def complete_response(started: StartedResponse, *, session_factory: sessio
     answer = await complete(started.run)
     status = response_status(answer)
     output = output_items(answer.text, answer.tool_calls, status)
-    response = started.turn.response(status, output, answer.usage)
+    response = asked_diagnostics(started.turn.response(status, output, answer.usage), started.run)
     await save(started, response, session_factory=session_factory)
     return response
 

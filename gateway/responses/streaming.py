@@ -34,7 +34,7 @@ from gateway.errors import from_exception
 from gateway.generation.answer import answer_events
 from gateway.generation.result import Answer
 from gateway.responses.items import message_item, new_item_id, output_items, text_part
-from gateway.responses.render import response_status
+from gateway.responses.render import asked_diagnostics, response_status
 from gateway.responses.service import save
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ async def stream_response(started: StartedResponse, *, session_factory: sessionm
         for call_item in output_items("", answer.tool_calls) if answer.tool_calls else []:
             for frame in call_events(events, call_item):
                 yield frame
-        response = turn.response(status, events.output, answer.usage)
+        response = asked_diagnostics(turn.response(status, events.output, answer.usage), run)
         await save(started, response, session_factory=session_factory)
         run.finish()  # the row is spooled before the client can see the final event
         yield events.lifecycle("response.incomplete" if status == "incomplete" else "response.completed", response)

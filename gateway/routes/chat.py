@@ -12,6 +12,7 @@ from gateway.chat.streaming import stream_events
 from gateway.deps import CallerDep, RequestPathDep
 from gateway.generation.answer import complete
 from gateway.generation.streaming_response import RunStreamingResponse
+from gateway.insight.diagnosis_render import diagnosis_headers
 
 router = APIRouter(tags=["chat"])
 
@@ -24,8 +25,9 @@ async def create_chat_completion(
     Both carry the tenant's x-ratelimit-* headers when it has per-minute limits."""
     run = await path.start(lambda: generation_request(body), model=body.model, caller=caller, http_request=request)
     headers = run.rate_state.headers() if run.rate_state else {}
-    if body.stream:
+    if body.stream:  # the diagnosis as known before the first byte (without the engine's cached figure)
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return RunStreamingResponse(stream_events(run, include_usage), run, headers)
-    response.headers.update(headers)
-    return chat_completion(run, await complete(run))
+        return RunStreamingResponse(stream_events(run, include_usage), run, {**headers, **diagnosis_headers(run.diagnosis)})
+    answer = await complete(run)
+    response.headers.update({**headers, **diagnosis_headers(run.cache_diagnosis())})
+    return chat_completion(run, answer)

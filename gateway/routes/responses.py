@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from gateway.deps import CallerDep, RequestPathDep, SessionFactoryDep, TenantDep
 from gateway.generation.streaming_response import RunStreamingResponse
+from gateway.insight.diagnosis_render import diagnosis_headers
 from gateway.responses import service
 from gateway.responses.schemas import DeletedResponse, InputItemList, ResponseObject, ResponsesRequest
 from gateway.responses.streaming import stream_response
@@ -30,10 +31,12 @@ async def create_response(
     started = await service.start_response(body, caller=caller, http_request=request, path=path, session_factory=sessions)
     run = started.run
     headers = run.rate_state.headers() if run.rate_state else {}
-    if body.stream:
-        return RunStreamingResponse(stream_response(started, session_factory=sessions), run, headers)
-    response.headers.update(headers)
-    return await service.complete_response(started, session_factory=sessions)
+    if body.stream:  # the diagnosis as known before the first byte (without the engine's cached figure)
+        return RunStreamingResponse(stream_response(started, session_factory=sessions), run,
+                                    {**headers, **diagnosis_headers(run.diagnosis)})
+    finished = await service.complete_response(started, session_factory=sessions)
+    response.headers.update({**headers, **diagnosis_headers(run.cache_diagnosis())})
+    return finished
 
 
 @router.get("/v1/responses/{response_id}")
