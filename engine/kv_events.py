@@ -83,6 +83,19 @@ def is_bind_endpoint(endpoint: str) -> bool:
     return "*" in endpoint or "::" in endpoint or endpoint.startswith(("ipc://", "inproc://"))
 
 
+def bind(socket: zmq.Socket, endpoint: str, wait_s: float = 3.0) -> None:
+    """Bind, waiting up to `wait_s` for a predecessor's socket on the address to finish closing."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            socket.bind(endpoint)
+            return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def salt_of(namespace: Hashable) -> str | None:
     """The cache salt a namespace was split by (tenants/isolation.salted_namespace's suffix), else None."""
     if isinstance(namespace, str) and SALT_MARKER in namespace:
@@ -119,11 +132,11 @@ class KVEventPublisher:
         self._ctx = zmq.Context.instance()
         self._pub = self._ctx.socket(zmq.PUB)
         self._pub.set_hwm(hwm)
-        self._pub.bind(endpoint) if is_bind_endpoint(endpoint) else self._pub.connect(endpoint)
+        bind(self._pub, endpoint) if is_bind_endpoint(endpoint) else self._pub.connect(endpoint)
         self._replay = None
         if replay_endpoint:
             self._replay = self._ctx.socket(zmq.ROUTER)
-            self._replay.bind(replay_endpoint)
+            bind(self._replay, replay_endpoint)
         self._is_running = True
         self._thread = threading.Thread(target=self._run, name="kv-events", daemon=True)
         self._thread.start()

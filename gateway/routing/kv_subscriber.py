@@ -9,7 +9,7 @@ a gap, seq going back because the node restarted, or `reset` when the node's hea
 reports a new start id) clears the node's index first, so no request is routed on a stale one; then
 the batches the node still buffers are replayed from seq 0 through its ROUTER socket when it has one
 (DEALER [b"", start seq] -> [b"", seq, payload]... [b"", -1, b""]), which rebuilds the index
-exactly; without replay the index rebuilds from the live stream on (it holds a subset of the node's
+exactly; a stream quiet for IDLE_POLL_MS while unsynced is replayed the same way; without replay the index rebuilds from the live stream on (it holds a subset of the node's
 blocks meanwhile). A batch that does not decode counts as a break.
 
 Event-loop only: the index is read by the router on the same loop.
@@ -30,6 +30,7 @@ log = logging.getLogger("gateway.routing")
 
 END_SEQ = -1
 REPLAY_TIMEOUT_S = 2.0
+IDLE_POLL_MS = 500  # a stream quiet this long while the index is unsynced asks the node's replay for it
 
 
 def is_bound_by_node(endpoint: str) -> bool:
@@ -99,6 +100,10 @@ class KVEventSubscriber:
             log.info("backend %s: routing on its KV events (%s %s)", self.name,
                      "bound" if self.is_binding else "connected to", self.address)
             while True:
+                if not await sub.poll(IDLE_POLL_MS):
+                    if self.last_seq is None and self.replay_endpoint is not None:
+                        await self.bootstrap()
+                    continue
                 frames = await sub.recv_multipart()
                 if len(frames) != 3 or len(frames[1]) != 8:
                     self.num_bad_batches += 1
@@ -152,6 +157,20 @@ class KVEventSubscriber:
             self.index.clear()
             self.last_seq = seq  # skip the unreadable batch; its successor applies in sequence
             self.state = "live"
+
+    async def bootstrap(self) -> None:
+        """No batch since (re)subscribing, e.g. the node's first ones went out before we were connected:
+        take its buffer from the replay socket instead of waiting for its next batch."""
+        batches = await self.replay(0)
+        if self.last_seq is not None or not batches:
+            return
+        self.num_resyncs += 1
+        self.index.clear()
+        for seq, payload in batches:
+            if self.last_seq is None or seq == self.last_seq + 1:
+                self.apply(seq, payload)
+        if self.last_seq is not None:
+            self._skip = (batches[0][0], self.last_seq)
 
     async def replay(self, start_seq: int) -> list[tuple[int, bytes]]:
         """The node's buffered batches from `start_seq` on ([] when it does not answer in time)."""
