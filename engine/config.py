@@ -63,6 +63,10 @@ class EngineConfig:
     run every row). cache_dir: radixgate's cache directory, GGUF models dequantized under
     cache_dir/models (None: ~/.cache/radixgate). The engine reads no environment: the caller
     (the gateway's settings) decides both.
+
+    kv_events_endpoint: publish the radix cache's KV events (engine/kv_events.py, vLLM's ZMQ format)
+    there (None: off); "tcp://*:PORT" binds, "tcp://HOST:PORT" connects to a subscriber that binds.
+    kv_events_replay_endpoint: a ROUTER address (bound) that replays buffered batches after a gap.
     """
 
     model: str = "smollm2-135m"
@@ -95,6 +99,9 @@ class EngineConfig:
     host_tier_lease_s: float = 60.0
     native_kernels: bool = True
     cache_dir: str | None = None
+    kv_events_endpoint: str | None = None
+    kv_events_replay_endpoint: str | None = None
+    kv_events_topic: str = "kv"
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

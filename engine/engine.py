@@ -247,6 +247,11 @@ class Engine:
         with self._lock:
             return self._core.stats() | {"model_id": self.model_id, "is_running": self.is_running}
 
+    def kv_event_source(self) -> dict | None:
+        """Where this engine publishes its KV events (engine/kv_events.py), or None when it does not."""
+        publisher = self._core.kv_events
+        return publisher.describe() if publisher is not None else None
+
     def flush_cache(self) -> int:
         """Evict every unlocked, unpinned tree page; returns pages freed (benches and leak checks)."""
         with self._lock:

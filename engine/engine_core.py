@@ -58,6 +58,8 @@ class EngineCore:
         self.pool = runner.pool
         self.cache = RadixCache(self.pool, int(self.pool.num_pages * self.config.max_pinned_fraction))
         self.host_tier = open_host_tier(config, self.pool)
+        self.kv_events = open_kv_events(config, self.pool.page_size)
+        self.cache.kv_events = self.kv_events
         self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache,
                                           host_tier=self.host_tier,
                                           shares_generated_kv=runner.generated_kv_is_shareable)
@@ -265,11 +267,26 @@ class EngineCore:
         }
 
     def close(self) -> None:
-        """Detach from the host tier (the engine that created it also removes it)."""
+        """Detach from the host tier (the engine that created it also removes it); stop publishing KV events."""
+        if self.kv_events is not None:
+            self.cache.kv_events = None
+            self.kv_events.close()
         if self.host_tier is not None:
             self.host_tier.close()
             self.host_tier = self.cache_manager.host_tier = None
             self.cache.on_evict = None
+
+
+def open_kv_events(config: EngineConfig, page_size: int):
+    """The KV-event publisher (engine/kv_events.py) when configured and the radix cache is on, else None."""
+    if not (config.kv_events_endpoint and config.enable_radix_cache):
+        return None
+    from engine.kv_events import KVEventPublisher
+
+    publisher = KVEventPublisher(config.kv_events_endpoint, page_size, topic=config.kv_events_topic,
+                                 replay_endpoint=config.kv_events_replay_endpoint)
+    logger.info("publishing KV events on %s (replay %s)", config.kv_events_endpoint, config.kv_events_replay_endpoint)
+    return publisher
 
 
 def open_host_tier(config: EngineConfig, pool) -> HostTier | None:

@@ -65,6 +65,8 @@ class RadixCache(RadixEviction, RadixPins):
         self.num_evicted_nodes = 0
         # Called with [(namespace, path tokens, path pages), ...] before evicted pages are freed (host tier).
         self.on_evict = None
+        # engine.kv_events.KVEventPublisher (or None): told of every stored and evicted page (KV events).
+        self.kv_events = None
         self._root_namespaces: dict[int, Hashable] = {}
         RadixPins.__init__(self, max_pinned_pages)
 
@@ -220,6 +222,9 @@ class RadixCache(RadixEviction, RadixPins):
         heapq.heappush(self._heap, (now, next(self._tiebreak), leaf))  # a new leaf is evictable
         if len(self._heap) > 2 * self.num_nodes + 1024:
             self._compact_heap()
+        if self.kv_events is not None:
+            namespace, path_tokens, _ = self._path_of(leaf)
+            self.kv_events.stored(namespace, path_tokens, num_pages)
         return leaf
 
     def _split(self, node: RadixNode, num_bytes: int) -> RadixNode:

@@ -4,7 +4,8 @@ An evictable leaf is a childless, unlocked, unpinned, non-root node. Its
 pages go back to the pool in one release_unique() call per evict(). When an
 eviction listener is set (the host tier's write-back), it is called once per
 evict() with (namespace, path tokens, path pages) of every evicted leaf, while
-those pages still hold their KV (before they go back to the pool).
+those pages still hold their KV (before they go back to the pool). A KV-event publisher
+(RadixCache.kv_events, engine/kv_events.py) is told of each evicted leaf's pages.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class RadixEviction:
         want_bytes = num_pages << 2
         heap = self._heap
         pop, push, tiebreak, unlink = heapq.heappop, heapq.heappush, self._tiebreak, self._unlink_leaf
-        listener = self.on_evict
+        listener, events = self.on_evict, self.kv_events
         evicted_paths = []
         while num_bytes < want_bytes and heap:
             time, _, node = pop(heap)
@@ -57,8 +58,12 @@ class RadixEviction:
             if node.last_access != time:
                 push(heap, (node.last_access, next(tiebreak), node))
                 continue
-            if listener is not None:
-                evicted_paths.append(self._path_of(node))
+            if listener is not None or events is not None:
+                path = self._path_of(node)
+                if listener is not None:
+                    evicted_paths.append(path)
+                if events is not None:
+                    events.removed(path[0], path[1], len(node.pages) >> 2)
             pages = unlink(node)
             freed.append(pages)
             num_bytes += len(pages)

@@ -1,6 +1,7 @@
 """`radixgate bench cluster`: a fleet behind an edge gateway, hit rate per routing mode vs one node.
 
     radixgate bench cluster --nodes 3 --json OUT.json --plot OUT.png
+    radixgate bench cluster --pressure --nodes 2 --json OUT.json   # routing modes under KV memory pressure
     radixgate bench cluster --remote vllm=http://127.0.0.1:8101/v1 --remote vllm=http://127.0.0.1:8102/v1 \\
         --remote-model smollm2 --json OUT.json
 """
@@ -31,6 +32,13 @@ def cluster(
     modes: str = typer.Option("affinity,random,round_robin,least_load", "--modes", help="Routing modes to run, comma-separated."),
     salts: bool = typer.Option(True, "--salts/--no-salts", help="Also show tenant salts end to end on the first upstream."),
     kv_cache_tokens: int = typer.Option(16384, "--kv-cache-tokens", help="KV cache of each node this command starts."),
+    pressure: bool = typer.Option(None, "--pressure/--no-pressure", help="The memory-pressure scenario (many tenants, "
+                                  "long prefixes, Zipf popularity; bench/cluster/pressure.py) on nodes with KV events, "
+                                  "per mode precise, affinity, random, round_robin, least_load; --no-pressure: the "
+                                  "same with room for every prefix."),
+    tenants: int = typer.Option(12, "--tenants", min=1, help="Pressure scenario: tenants (Zipf popularity)."),
+    prefix_words: int = typer.Option(120, "--prefix-words", min=1, help="Pressure scenario: words of each tenant's system prompt."),
+    concurrency: int = typer.Option(3, "--concurrency", min=1, help="Pressure scenario: concurrent clients."),
     json_out: Path = typer.Option(None, "--json", help="Write the result JSON here."),
     plot: Path = typer.Option(None, "--plot", help="Write a PNG chart here."),
 ) -> None:
@@ -43,6 +51,13 @@ def cluster(
     from bench.progress import progress_bars
     from bench.workloads.agent import load_workload
 
+    if pressure is not None:
+        from bench.cluster.pressure import pressure_command
+
+        pressure_command(nodes, pressure, tenants=tenants, prefix_words=prefix_words, num_requests=num_requests,
+                         seed=seed, concurrency=concurrency, max_tokens=max_tokens, kv_cache_tokens=kv_cache_tokens,
+                         modes=modes, json_out=json_out)
+        return
     rows = load_workload(workload, num_requests, seed)[:num_requests]
     chosen = [m.strip() for m in modes.split(",") if m.strip()]
     remotes = [parse_remote(spec, i, remote_model) for i, spec in enumerate(remote or [])]

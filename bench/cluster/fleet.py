@@ -74,9 +74,10 @@ class Fleet:
 
     @classmethod
     def local(cls, num_nodes: int, modes: list[str], kv_cache_tokens: int = NODE_KV_CACHE_TOKENS,
-              edge_env: dict[str, str] | None = None) -> Fleet:
+              edge_env: dict[str, str] | None = None, node_envs: list[dict[str, str]] | None = None) -> Fleet:
         """Start `num_nodes` radixgate nodes, then one edge per routing mode in front of them
-        (`edge_env`: more settings for the edges, e.g. RADIXGATE_ROUTING__SEED).
+        (`edge_env`: more settings for the edges, e.g. RADIXGATE_ROUTING__SEED; `node_envs[i]`: more
+        for node i, e.g. its KV-event endpoint).
 
         The nodes share this machine's cores: each runs torch on cores / nodes threads (at least one),
         as one would deploy them on one box; more would oversubscribe the cores, and OpenMP's
@@ -84,7 +85,7 @@ class Fleet:
         fleet = cls()
         env = {"RADIXGATE_ENGINE__KV_CACHE_TOKENS": str(kv_cache_tokens), "RADIXGATE_LOG_LEVEL": "INFO",
                "RADIXGATE_CANONICAL_SHADOW": "true", "OMP_NUM_THREADS": str(threads_per_node(num_nodes))}
-        fleet.nodes = [ServerProcess(env=env) for _ in range(num_nodes)]
+        fleet.nodes = [ServerProcess(env=env | (node_envs[i] if node_envs else {})) for i in range(num_nodes)]
         fleet._start_all(fleet.nodes)
         fleet.remotes = [Remote(f"node{i}", f"{n.url}/v1", api_key=node_tenant_key(n)) for i, n in enumerate(fleet.nodes)]
         fleet.add_edges(modes, edge_env)

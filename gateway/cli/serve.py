@@ -47,7 +47,7 @@ def serve(
     no_engine: bool = typer.Option(False, "--no-engine", help="Edge gateway: no embedded engine, only the remotes "
                                    "of the config (their tokenizer from remote_tokenizer or the model's files)."),
     routing: str = typer.Option(None, "--routing", help="How requests spread over remotes: affinity (default), "
-                                "random, round_robin or least_load."),
+                                "random, round_robin, least_load or precise (by the nodes' KV events)."),
     host_tier_tokens: int = typer.Option(None, "--host-tier-tokens", help=(
         "Host KV tier size in tokens: device-evicted prefixes are kept in shared memory and copied back on a hit "
         "(default 0: off).")),

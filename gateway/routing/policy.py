@@ -14,6 +14,10 @@ Modes (settings.routing.mode):
   balance: two keys sharing a node at a handful of requests in flight must not scatter their
   prefixes over the fleet); otherwise the key's next node in rendezvous order that is under it
   takes the request.
+- precise: the node that really holds the longest prefix of this request's tokens, by its own KV
+  events (routing/kv_index.py; `cached` gives each node's cached tokens), among the nodes under the
+  bounded load above (ties: the less loaded); when no node under it holds a block of the prefix, as
+  affinity (and the key then remembers the node the cache chose). Nodes without events score 0.
 - random, round_robin, least_load: the baselines `bench cluster` compares against.
 In every mode nodes that are down (routing/health.py) or report more than `overload_tokens`
 queued + running tokens are skipped while others are available; the failover node is the
@@ -30,7 +34,7 @@ from typing import Sequence
 
 from gateway.routing.affinity import rank
 
-MODES = ("affinity", "random", "round_robin", "least_load")
+MODES = ("precise", "affinity", "random", "round_robin", "least_load")
 
 
 SPILL_FLOOR_TOKENS = 16384  # the default floor (RoutingSettings.spill_floor_tokens takes it too)
@@ -51,14 +55,19 @@ class RoutingPolicy:
         self._rng = rng or random.Random()
 
     def order(self, key: str, names: Sequence[str], *, admits: Sequence[bool], loads: Sequence[int],
-              weights: Sequence[float] | None = None, num_tokens: int = 1) -> list[int]:
-        """Indexes of `names`: the chosen backend, then at most one failover; [] when none admits."""
+              weights: Sequence[float] | None = None, num_tokens: int = 1,
+              cached: Sequence[int] | None = None) -> list[int]:
+        """Indexes of `names`: the chosen backend, then at most one failover; [] when none admits.
+        `cached`: each node's cached tokens of this request (precise mode; None: none known)."""
         usable = [i for i in range(len(names)) if admits[i]]
         if not usable:
             return []
         light = [i for i in usable if not self.overload_tokens or loads[i] <= self.overload_tokens]
         usable = light or usable
-        first = self._choose(key, names, usable, loads, weights, max(1, num_tokens))
+        if self.mode == "precise" and cached is not None:
+            first = self._precise(key, names, usable, loads, weights, max(1, num_tokens), cached)
+        else:
+            first = self._choose(key, names, usable, loads, weights, max(1, num_tokens))
         others = sorted((i for i in usable if i != first), key=lambda i: (loads[i], i))
         return [first] + others[:1]
 
@@ -71,10 +80,26 @@ class RoutingPolicy:
             return min(usable, key=lambda i: (loads[i], i))
         return self._affinity(key, names, usable, loads, weights, num_tokens)
 
+    def _capacity(self, usable, loads, num_tokens) -> int:
+        """The bounded load: a node under it may take the request (see the module docstring)."""
+        total = sum(loads[i] for i in usable) + num_tokens
+        return max(math.ceil((1.0 + self.epsilon) * total / len(usable)) + num_tokens, self.spill_floor_tokens)
+
+    def _precise(self, key, names, usable, loads, weights, num_tokens, cached) -> int:
+        capacity = self._capacity(usable, loads, num_tokens)
+        under = [i for i in usable if loads[i] < capacity]
+        best = max(under, key=lambda i: (cached[i], -loads[i]), default=None)
+        if best is None or cached[best] <= 0:
+            return self._affinity(key, names, usable, loads, weights, num_tokens)
+        self._sticky[key] = names[best]
+        self._sticky.move_to_end(key)
+        if len(self._sticky) > self.max_keys:
+            self._sticky.popitem(last=False)
+        return best
+
     def _affinity(self, key, names, usable, loads, weights, num_tokens) -> int:
         ranking = [i for i in rank(key, names, weights) if i in usable]
-        total = sum(loads[i] for i in usable) + num_tokens
-        capacity = max(math.ceil((1.0 + self.epsilon) * total / len(usable)) + num_tokens, self.spill_floor_tokens)
+        capacity = self._capacity(usable, loads, num_tokens)
         sticky = self._sticky.get(key)
         if sticky is not None:
             self._sticky.move_to_end(key)

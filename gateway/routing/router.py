@@ -4,11 +4,14 @@ Selection, per request:
 1. candidates by model name: remotes whose `model` or `name` equals the request's model; if none,
    the embedded engine (it answers any model name, "default" included); with no embedded engine,
    every remote.
-2. the routing policy (routing/policy.py: affinity, random, round robin, least load) orders them,
+2. the routing policy (routing/policy.py: precise, affinity, random, round robin, least load) orders them,
    skipping nodes that are down or overloaded; the key is the cache namespace plus the client's
    `prompt_cache_key`, else a Responses turn's conversation (its chain's first response id, so
    every turn goes where the previous turns' KV is), else the canonical system + tools prefix's
-   token ids (else the whole static prefix; `routing_key`).
+   token ids (else the whole static prefix; `routing_key`). Under `precise` each node is scored by the
+   tokens of this prompt it really holds, from its KV events (`kv_events`: one KVEventSubscriber per
+   node that publishes them, routing/kv_subscriber.py); a node without events scores 0 and keeps the
+   predicted index (`RouteIndex`), and the log and /admin/backends say which (`cache_index`).
 3. the returned FailoverBackend tries the chosen node and, if it fails before its first output
    (BackendUnavailableError, streams included), retries once on another node. After the first
    output an error ends the stream (the client already has that node's tokens).
@@ -17,7 +20,7 @@ Selection, per request:
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 from gateway.routing.affinity import affinity_key
 from gateway.routing.backend import Backend, BackendChunk, BackendUnavailableError, GenerationParams, PreparedPrompt
@@ -39,7 +42,10 @@ class FailoverBackend:
     to hold) and `num_failovers` (nodes that failed before their first output).
     """
 
-    def __init__(self, candidates: Sequence[Backend], loads: LoadTracker, index: RouteIndex | None = None) -> None:
+    def __init__(self, candidates: Sequence[Backend], loads: LoadTracker, index: RouteIndex | None = None,
+                 predict: Callable[[Backend], int | None] | None = None) -> None:
+        """`predict(backend)`: the node's real cached tokens of this prompt (its KV-event index), or None
+        where it has none; the RouteIndex's figure stands in for None."""
         if not candidates:
             raise BackendUnavailableError("no backend is available")
         self.candidates = list(candidates)
@@ -48,6 +54,7 @@ class FailoverBackend:
         self.num_failovers = 0
         self._loads = loads
         self._index = index
+        self._predict = predict
         self._active: Backend = self.candidates[0]
 
     def is_healthy(self) -> bool:
@@ -63,6 +70,9 @@ class FailoverBackend:
             self.name, self._active = backend.name, backend
             if self._index is not None:
                 self.predicted_cached_tokens = self._index.observe(backend.name, namespace, prompt.token_ids)
+            exact = self._predict(backend) if self._predict is not None else None
+            if exact is not None:
+                self.predicted_cached_tokens = exact
             health = getattr(backend, "health", None)
             if health is not None:
                 health.begin()
@@ -98,6 +108,29 @@ class Router:
         self.loads = LoadTracker()
         self.policy = policy or RoutingPolicy()
         self.index = index
+        self.kv_events: dict = {}  # backend name -> routing.kv_subscriber.KVEventSubscriber
+
+    def cached_tokens(self, backend: Backend, prompt: PreparedPrompt, namespace: str, keys: dict) -> int | None:
+        """Tokens of `prompt` `backend` holds by its KV-event index; None when it has no live index."""
+        subscriber = self.kv_events.get(backend.name)
+        if subscriber is None:
+            return None
+        health = getattr(backend, "health", None)
+        if health is not None and health.state != "up":  # it may come back empty: doubt its index
+            subscriber.reset(f"backend {health.state}")
+            return None
+        if not subscriber.is_live:
+            return None
+        salter = getattr(backend, "salter", None)
+        domain = salter.salt(namespace) if salter is not None else None
+        return subscriber.index.cached_tokens(domain, prompt.token_ids, keys)
+
+    def cache_index_of(self, backend: Backend) -> str:
+        """"events" (a live KV-event index), "resyncing" (an index being rebuilt) or "predicted"."""
+        subscriber = self.kv_events.get(backend.name)
+        if subscriber is None:
+            return "predicted"
+        return "events" if subscriber.is_live else "resyncing"
 
     def candidates_for(self, model: str) -> list[Backend]:
         """Backends that serve `model` (step 1 of the module docstring)."""
@@ -115,6 +148,13 @@ class Router:
             raise BackendUnavailableError("no backend is configured (embedded engine disabled and no remotes)")
         if len(candidates) == 1 and candidates[0] is self.embedded:
             return candidates[0]
+        predict = None
+        cached = None
+        if self.policy.mode == "precise":
+            keys: dict = {}
+            figures = {b.name: self.cached_tokens(b, prompt, namespace, keys) for b in candidates}
+            cached = [figures[b.name] or 0 for b in candidates]
+            predict = lambda backend: figures.get(backend.name)  # noqa: E731
         order = self.policy.order(
             routing_key(prompt, namespace, cache_key),
             [b.name for b in candidates],
@@ -122,10 +162,11 @@ class Router:
             loads=[self.loads.load(b.name) for b in candidates],
             weights=[getattr(b, "weight", 1.0) for b in candidates],
             num_tokens=prompt.num_tokens,
+            cached=cached,
         )
         if not order:
             raise BackendUnavailableError("every backend for this model is down; retry after their cooldown")
-        return FailoverBackend([candidates[i] for i in order], self.loads, self.index)
+        return FailoverBackend([candidates[i] for i in order], self.loads, self.index, predict)
 
     def check_grammar(self, grammar: Any) -> None:
         """Compile `grammar` where it will run (the embedded engine; GrammarError if it does not compile).
@@ -150,6 +191,8 @@ class Router:
                 "load_tokens": self.loads.load(backend.name),
                 "reported_tokens": self.loads.reported_tokens.get(backend.name),
                 "requests_sent": self.loads.num_sent.get(backend.name, 0),
+                "cache_index": self.cache_index_of(backend) if backend is not self.embedded else "engine",
+                "kv_events": self.kv_events[backend.name].describe() if backend.name in self.kv_events else None,
             })
         return rows
 
@@ -185,4 +228,12 @@ def build_router(settings: Settings, embedded: Backend | None, *, salter: Any = 
                            overload_tokens=routing.overload_tokens,
                            max_keys=routing.affinity_keys, rng=random.Random(routing.seed))
     index = RouteIndex(settings.engine.page_size, routing.index_tokens_per_tenant) if remotes else None
-    return Router(embedded, remotes, policy=policy, index=index)
+    router = Router(embedded, remotes, policy=policy, index=index)
+    for remote, config in zip(remotes, settings.remotes):
+        if config.kv_events_endpoint:
+            from gateway.routing.kv_subscriber import KVEventSubscriber
+
+            router.kv_events[remote.name] = KVEventSubscriber(
+                remote.name, config.kv_events_endpoint, topic=config.kv_events_topic,
+                replay_endpoint=config.kv_events_replay_endpoint, node_url=remote.root_url)
+    return router

@@ -74,6 +74,12 @@ class RemoteSettings(StrictModel):
     cooldown_s: float = 10.0  # out of rotation after a failure; then one half-open probe request
     health_path: str | None = None  # None: by kind ("/healthz" for radixgate, "/health" otherwise)
     load_path: str | None = None  # None: by kind ("/v1/load" for radixgate, "/metrics" for vLLM/SGLang)
+    # the remote's KV-event stream (vLLM's --kv-events-config endpoint; routing/kv_subscriber.py): "tcp://*:PORT"
+    # (the remote binds; we connect to its host) or "tcp://HOST:PORT" (the remote connects; we bind it). None: a
+    # radixgate remote's own, from its GET /kv_event_sources; other kinds then publish none (predicted index).
+    kv_events_endpoint: str | None = None
+    kv_events_replay_endpoint: str | None = None  # its ROUTER socket for replay after a gap (vLLM's replay_endpoint)
+    kv_events_topic: str = ""  # the topic it publishes under ("" takes every topic)
 
     @property
     def takes_cache_salt(self) -> bool:
@@ -83,7 +89,7 @@ class RemoteSettings(StrictModel):
 class RoutingSettings(StrictModel):
     """How the router spreads requests over several backends (gateway/routing/policy.py)."""
 
-    mode: str = Field(default="affinity", pattern="^(affinity|random|round_robin|least_load)$")
+    mode: str = Field(default="affinity", pattern="^(precise|affinity|random|round_robin|least_load)$")
     epsilon: float = 0.5  # bounded load: a node takes a key while its load < (1 + epsilon) * mean
     spill_floor_tokens: int = SPILL_FLOOR_TOKENS  # ... or while its load is under this (no spilling at low load)
     overload_tokens: int = 0  # a node reporting more queued + running tokens is skipped (0: no threshold)

@@ -76,3 +76,31 @@ def test_round_robin_cycles_and_random_spreads():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="unknown routing mode"):
         RoutingPolicy("sticky")
+
+
+def test_precise_goes_where_the_prefix_really_is_within_the_bounded_load():
+    policy = RoutingPolicy("precise", epsilon=0.5, spill_floor_tokens=0)
+    key = "k"
+    sticky = rank(key, NAMES)[0]
+    holder = (sticky + 1) % 3
+    cached = [0, 0, 0]
+    cached[holder] = 64
+    assert policy.order(key, NAMES, admits=UP, loads=[0, 0, 0], cached=cached)[0] == holder
+    # the key now follows the cache: with nothing cached anywhere it stays on the holder
+    assert policy.order(key, NAMES, admits=UP, loads=[0, 0, 0], cached=[0, 0, 0])[0] == holder
+    # the most cached tokens win; equal figures go to the less loaded node
+    assert policy.order(key, NAMES, admits=UP, loads=[0, 10, 0], cached=[32, 96, 96])[0] == 2
+    # an overloaded holder is passed over for a node under the bound (the load rule stays)
+    loads = [0, 0, 0]
+    loads[holder] = 1000
+    assert policy.order(key, NAMES, admits=UP, loads=loads, cached=cached, num_tokens=10)[0] != holder
+    # a down holder is never chosen
+    admits = [True, True, True]
+    admits[holder] = False
+    assert policy.order(key, NAMES, admits=admits, loads=[0, 0, 0], cached=cached)[0] != holder
+
+
+def test_precise_without_any_cached_prefix_is_affinity():
+    precise, affinity = RoutingPolicy("precise"), RoutingPolicy("affinity")
+    for key in ("a", "b", "c", "d", "e"):
+        assert precise.order(key, NAMES, admits=UP, loads=[0, 0, 0], cached=[0, 0, 0]) == order(affinity, key)
