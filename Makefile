@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
-.PHONY: venv warmup serve test test-fast clean browser
+.PHONY: venv warmup serve test test-fast clean browser redis
 
 venv: $(STAMP)
 
@@ -37,11 +37,15 @@ serve: warmup
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# Debian's redis-server for the shared-limits tests (each starts its own on a free loopback port)
+redis:
+	command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
+
 # Two workers (pytest-xdist): much of a slow test is waiting on a server or a subprocess, so two
 # share 2 cores well. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-test: venv browser warmup
+test: venv browser redis warmup
 	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 
 test-fast: venv
