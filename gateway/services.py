@@ -115,6 +115,7 @@ def build_shared(settings: Settings):
 
     shared = build_shared_state(settings)
     if shared is not None:
+        shared.slots.start()
         log.info("tenants' limits are shared through Redis at %s (concurrency leases of %g s)",
                  masked_url(shared.link.url), settings.shared_limits.lease_s)
     return shared

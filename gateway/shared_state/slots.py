@@ -126,6 +126,14 @@ class SharedSlots:
 
         await self.link.call(run)
 
+    def start(self) -> None:
+        """Start the heartbeat now (it also probes Redis while this replica holds no lease, so a Redis that
+        is away, or back, is noticed with no traffic); without a running loop, at the first acquire."""
+        try:
+            self._start_heartbeat()
+        except RuntimeError:
+            pass
+
     def _start_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name="redis-slot-heartbeat")
