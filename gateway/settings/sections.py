@@ -100,6 +100,6 @@ class SharedLimitSettings(StrictModel):
 
     lease_s: float = Field(default=30.0, gt=0)  # a crashed replica's concurrency slots come back within this
     retry_interval_s: float = Field(default=5.0, gt=0)  # Redis away: local limits, and one retry this often
-    timeout_s: float = Field(default=0.5, gt=0)  # a Redis call slower than this counts as Redis away
+    timeout_s: float = Field(default=2.0, gt=0)  # a Redis call slower than this counts as Redis away (a busy event loop is not)
     key_prefix: str = Field(default="radixgate", min_length=1)  # replicas sharing limits use the same prefix
     owner_ttl_s: float = Field(default=600.0, gt=0)  # a cold routing key's recorded owner lives this long

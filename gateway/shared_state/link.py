@@ -51,7 +51,7 @@ def masked_url(url: str) -> str:
 class RedisLink:
     """A redis-py asyncio client with a circuit breaker (see the module docstring)."""
 
-    def __init__(self, url: str, *, retry_interval_s: float = 5.0, timeout_s: float = 0.5,
+    def __init__(self, url: str, *, retry_interval_s: float = 5.0, timeout_s: float = 2.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.url = url
         self.retry_interval_s = retry_interval_s

@@ -35,7 +35,7 @@ def redis_url(redis_server):
 
 async def replica(url: str, *, lease_s: float = LEASE_S, retry_interval_s: float = 0.3):
     """One replica's limits on its own connection to Redis."""
-    link = RedisLink(url, retry_interval_s=retry_interval_s, timeout_s=0.5)
+    link = RedisLink(url, retry_interval_s=retry_interval_s, timeout_s=5.0)  # a busy machine is not Redis away
     slots = SharedSlots(link, lease_s=lease_s)
     limits = TenantLimits(64, shared=slots)
     rates = RateLimiter(window_s=600.0, shared=SharedBuckets(link, window_s=600.0))
