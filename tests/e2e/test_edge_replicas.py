@@ -124,9 +124,11 @@ def accepted(results) -> int:
 
 
 def num_slots(redis_server, tenant: dict) -> int:
+    """The tenant's unexpired leases (expired ones stay in the set until the next acquire sweeps them)."""
     redis = redis_server.client()
     try:
-        return redis.zcard(f"radixgate:slots:{tenant['id']}")
+        seconds, micros = redis.time()
+        return redis.zcount(f"radixgate:slots:{tenant['id']}", f"({seconds * 1000 + micros // 1000}", "+inf")
     finally:
         redis.close()
 
