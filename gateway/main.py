@@ -138,6 +138,8 @@ async def close_state(gw: GatewayState, *, owns_engine: bool) -> None:
         await asyncio.to_thread(gw.log_writer.stop, True)
     if gw.side_writer is not None:
         await asyncio.to_thread(gw.side_writer.close)
+    if gw.shared is not None:
+        await gw.shared.close()
     if owns_engine and gw.engine is not None:
         await asyncio.to_thread(gw.engine.shutdown)
         await asyncio.to_thread(gw.engine.close)  # detach from (or remove) its host KV tier

@@ -81,7 +81,8 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
     side_writer = SideWriter(session_factory)
     encode_cache = make_encode_cache(prompt_model)
     router = build_backends(settings, engine)
-    tenant_limits = TenantLimits(settings.default_tenant_concurrency)
+    shared = build_shared(settings)
+    tenant_limits = TenantLimits(settings.default_tenant_concurrency, shared=shared.slots if shared else None)
     in_flight, background_tasks = LoadTracker(), set()
     page_size = prompt_model.page_size if prompt_model is not None else settings.engine.page_size
     canonical_shadow = make_canonical_shadow(settings, page_size, encode_cache)
@@ -91,7 +92,8 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
                                [remote.model for remote in settings.remotes], settings.engine.model),
         preparer=build_preparer(settings, prompt_model, encode_cache, templates, router, session_factory, side_writer),
         router=router, recorder=recorder, tenant_limits=tenant_limits,
-        rate_limiter=RateLimiter(settings.default_tenant_requests_per_minute, settings.default_tenant_tokens_per_minute),
+        rate_limiter=RateLimiter(settings.default_tenant_requests_per_minute, settings.default_tenant_tokens_per_minute,
+                                 window_s=settings.rate_limit_window_s, shared=shared.buckets if shared else None),
         in_flight=in_flight,
         shadow=ShadowIndex(page_size, settings.shadow_max_tokens_per_tenant, settings.shadow_max_namespaces),
         canonical_shadow=canonical_shadow, background_tasks=background_tasks, diagnoses=DiagnosisStore(page_size),
@@ -104,8 +106,20 @@ def build_services(settings: Settings, *, db_engine, session_factory, engine: En
         pins=Pinner(engine, templates, session_factory, background_tasks, settings.limits.pin_rewarm_timeout_s),
         auth_cache=AuthCache(settings.auth_cache_ttl_s, settings.auth_cache_stale_s), tenant_limits=tenant_limits,
         in_flight=in_flight, admin_key_generated=admin_key_generated, started_at=int(time.time()),
-        background_tasks=background_tasks,
+        background_tasks=background_tasks, shared=shared,
     )
+
+
+def build_shared(settings: Settings):
+    """Limits shared by edge replicas through Redis (gateway/shared_state/), or None without redis_url."""
+    from gateway.shared_state import build_shared_state, masked_url
+
+    shared = build_shared_state(settings)
+    if shared is not None:
+        shared.slots.start()
+        log.info("tenants' limits are shared through Redis at %s (concurrency leases of %g s)",
+                 masked_url(shared.link.url), settings.shared_limits.lease_s)
+    return shared
 
 
 def build_preparer(settings: Settings, prompt_model, encode_cache, templates, router, session_factory, side_writer):

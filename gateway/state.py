@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.routing.load import LoadTracker
     from gateway.routing.prompt_model import PromptModel
     from gateway.settings import Settings
+    from gateway.shared_state import SharedState
     from gateway.tenants.auth_cache import AuthCache
     from gateway.tenants.limits import TenantLimits
 
@@ -66,6 +67,7 @@ class GatewayState:
     admin_key_generated: str | None
     started_at: int
     background_tasks: set[asyncio.Task]
+    shared: SharedState | None = None  # limits shared by edge replicas through Redis (None: without redis_url)
 
     @property
     def model_id(self) -> str:

@@ -53,3 +53,16 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"../shared is missing at {SHARED}; CI lays it beside the checkout")
     return SHARED
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    """A real `redis-server` of this module's own on a free loopback port (tests/support/redis_server.py),
+    never the machine's Redis on 6379: a test may stop and restart it. Skipped only where
+    redis-server is not installed (`make test` installs it)."""
+    from tests.support.redis_server import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server; `make test` installs it)")
+    with RedisServer() as server:
+        yield server

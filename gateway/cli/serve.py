@@ -57,6 +57,9 @@ def serve(
     speculative_tokens: int = typer.Option(None, "--speculative-tokens", min=0, help=(
         "Drafts per greedy decode step, looked up from the request's own prompt and output and verified in the "
         "same forward; the output does not change (default 7; 0: off).")),
+    redis_url: str = typer.Option(None, "--redis-url", help=(
+        "Redis shared by edge replicas (redis://host:6379/0): tenants' per-minute limits and concurrency slots "
+        "hold across all of them (default: each process alone; RADIXGATE_REDIS_URL).")),
 ) -> None:
     """Serve the gateway with the embedded engine (or, with --no-engine, as an edge in front of remotes):
     migrate the database, load the model, then run uvicorn."""
@@ -65,7 +68,7 @@ def serve(
               "host_tier_bytes": host_tier_bytes, "host_tier_name": host_tier_name,
               "speculative_tokens": speculative_tokens}
     settings = load_settings(host=host, port=port, db_url=db, config_file=config, dashboard_port=dashboard_port,
-                             model=model, engine=engine, no_engine=no_engine, routing=routing)
+                             model=model, engine=engine, no_engine=no_engine, routing=routing, redis_url=redis_url)
     configure_logging(settings.log_level)
     import uvicorn
 

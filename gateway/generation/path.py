@@ -90,7 +90,7 @@ class RequestPath:
         passes one."""
         request = GenerationRequest(model=model, messages=())  # what the run records if parsing fails
         run = self.new_run(request, caller, request_id)
-        run.admit()
+        await run.admit()
         try:
             run.request = request = parse()
             if self.router is None or self.preparer is None:
@@ -98,7 +98,7 @@ class RequestPath:
             tenant = caller.tenant
             run.model_id = self.models.resolve(request.model)
             run.prepared = await asyncio.to_thread(self.preparer.prepare_for, request, tenant=tenant, model_id=run.model_id)
-            run.charge_rate_limits()
+            await run.charge_rate_limits()
             run.count_load(self.in_flight)
             namespace = cache_namespace(tenant.id, tenant.cache_group, run.model_id)
             run.namespace = salted_namespace(namespace, request.cache_salt)

@@ -1,7 +1,7 @@
 """GenerationRun: the state of one request, whatever its wire format, from admission to its log row.
 
     run = GenerationRun(caller, request, request_id, tenant_limits, recorder, background_tasks)
-    run.admit()                   # takes the tenant's slot, or records "rate_limited" and raises 429
+    await run.admit()             # takes the tenant's slot, or records "rate_limited" and raises 429
     ...                           # the request path sets model_id, prepared, namespace, shadow figures
     run.open(backend, request)    # starts the backend stream and the disconnect watcher
     await run.prefetch()          # the backend's first output
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from gateway.insight.cache_diagnosis import CacheDiagnosis
     from gateway.insight.counterfactual import CanonicalFigures
     from gateway.routing.backend import Backend
-    from gateway.tenants.limits import TenantLimits
+    from gateway.tenants.limits import Slot, TenantLimits
     from gateway.tenants.rate_limits import RateLimiter, RateLimitState
 
 log = logging.getLogger("gateway.requests")
@@ -85,23 +85,24 @@ class GenerationRun:
     rate_limiter: RateLimiter | None = None
     rate_state: RateLimitState | None = None  # after charge_rate_limits: what the x-ratelimit-* headers say
     num_tokens_charged: int = 0
-    _holds_slot: bool = False
+    _slot: Slot | None = None  # admit's slot, until finish gives it back
     _load: LoadTracker | None = None  # this gateway's queued + running tokens (GET /v1/load), while counted
     _load_tokens: int = 0
     _stream: AsyncIterator[BackendChunk] | None = None
     _pending: BackendChunk | None = None
     _watcher: asyncio.Task | None = None
 
-    def admit(self) -> None:
-        """Take one of the tenant's concurrency slots. Refused: the run is finished as "rate_limited" and 429 raised."""
+    async def admit(self) -> None:
+        """Take one of the tenant's concurrency slots (every edge replica's, with shared limits).
+        Refused: the run is finished as "rate_limited" and 429 raised."""
         tenant = self.caller.tenant
-        if not self.tenant_limits.try_acquire(tenant.id, tenant.max_concurrency):
+        self._slot = await self.tenant_limits.acquire(tenant.id, tenant.max_concurrency)
+        if self._slot is None:
             self.fail("rate_limited")
             self.finish()
             raise too_many_requests(f"Tenant {tenant.name!r} is at its limit of concurrent requests; retry shortly.")
-        self._holds_slot = True
 
-    def charge_rate_limits(self) -> None:
+    async def charge_rate_limits(self) -> None:
         """Charge the tenant's per-minute buckets with 1 request and prompt + max_tokens tokens (OpenAI's
         estimate); `finish` refunds what the answer did not use. Refused: 429 with the x-ratelimit-* headers."""
         from gateway.tenants.rate_limits import RateLimited
@@ -111,7 +112,7 @@ class GenerationRun:
         tenant, prepared = self.caller.tenant, self.prepared
         estimate = prepared.num_prompt_tokens + (prepared.params.max_tokens or 0)
         try:
-            self.rate_state = self.rate_limiter.acquire(
+            self.rate_state = await self.rate_limiter.charge(
                 tenant.id, tenant.requests_per_minute, tenant.tokens_per_minute, estimate)
         except RateLimited as exc:
             retry_s = 60 if exc.retry_after_s == float("inf") else max(1, int(exc.retry_after_s + 0.999))
@@ -234,13 +235,13 @@ class GenerationRun:
             self._watcher.cancel()
         if self._stream is not None and self.usage is None:
             self._close_stream()
-        if self._holds_slot:
-            self.tenant_limits.release(self.caller.tenant.id)
-            self._holds_slot = False
+        if self._slot is not None:
+            self.tenant_limits.release_slot(self._slot)
+            self._slot = None
         if self.num_tokens_charged and self.rate_limiter is not None:
             usage = self.api_usage()
             self.rate_limiter.settle(self.caller.tenant.id, self.num_tokens_charged,
-                                     usage.prompt_tokens + usage.completion_tokens)
+                                     usage.prompt_tokens + usage.completion_tokens, self.rate_state)
         if self._load is not None:
             self._load.end(LOCAL_LOAD, self._load_tokens)
             self._load = None

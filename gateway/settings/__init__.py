@@ -21,13 +21,15 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gateway.settings.engine import EngineSettings
-from gateway.settings.sections import REMOTE_KINDS, LimitSettings, RemoteSettings, RoutingSettings
+from gateway.settings.sections import (
+    REMOTE_KINDS, LimitSettings, RemoteSettings, RoutingSettings, SharedLimitSettings,
+)
 from gateway.settings.sources import (
     ENV_PREFIX, LEGACY_ENV, ConfigFileSource, KnownNamesSource, LegacyEnvSource, read_config_file,
 )
 
 __all__ = ["ENV_PREFIX", "LEGACY_ENV", "REMOTE_KINDS", "EngineSettings", "LimitSettings", "RemoteSettings",
-           "RoutingSettings", "Settings", "read_config_file"]
+           "RoutingSettings", "Settings", "SharedLimitSettings", "read_config_file"]
 
 
 class Settings(BaseSettings):
@@ -51,6 +53,11 @@ class Settings(BaseSettings):
     default_tenant_concurrency: int = 64
     default_tenant_requests_per_minute: int | None = None  # a tenant without its own limit gets this (None: unlimited)
     default_tenant_tokens_per_minute: int | None = None  # prompt + max_tokens charged, the unused part refunded
+    # the "minute" of the per-minute limits, in seconds (tests scale it; an operator keeps 60, as OpenAI's are)
+    rate_limit_window_s: float = Field(default=60.0, gt=0)
+    # Redis shared by edge replicas: tenants' rate buckets and concurrency slots are fleet-wide (None: per process)
+    redis_url: str | None = None
+    shared_limits: SharedLimitSettings = Field(default_factory=SharedLimitSettings)
     db_pool_size: int = 10  # PostgreSQL / SQLite-file connection pool (SQLAlchemy QueuePool)
     db_pool_max_overflow: int = 10  # connections past db_pool_size while busy
     db_pool_timeout_s: float = 5.0  # waiting longer for a pooled connection answers 503 with Retry-After

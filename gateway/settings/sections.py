@@ -98,3 +98,14 @@ class RoutingSettings(StrictModel):
     affinity_keys: int = 100_000  # prefix keys the router remembers a node for (LRU)
     index_tokens_per_tenant: int = 200_000  # the router's own index of what it sent where, per node and domain
     seed: int | None = None  # random mode's generator seed, for a reproducible bench or test (None: fresh)
+
+
+class SharedLimitSettings(StrictModel):
+    """How edge replicas share tenants' limits through Redis (used only with `redis_url`;
+    gateway/shared_state/)."""
+
+    lease_s: float = Field(default=30.0, gt=0)  # a crashed replica's concurrency slots come back within this
+    retry_interval_s: float = Field(default=5.0, gt=0)  # Redis away: local limits, and one retry this often
+    timeout_s: float = Field(default=2.0, gt=0)  # a Redis call slower than this counts as Redis away (a busy event loop is not)
+    key_prefix: str = Field(default="radixgate", min_length=1)  # replicas sharing limits use the same prefix
+    owner_ttl_s: float = Field(default=600.0, gt=0)  # a cold routing key's recorded owner lives this long

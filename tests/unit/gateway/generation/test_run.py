@@ -56,7 +56,7 @@ class FakeBackend:
                 self.abort(request_id)
 
 
-def make_run(backend: FakeBackend) -> tuple[GenerationRun, RecordingLog]:
+async def make_run(backend: FakeBackend) -> tuple[GenerationRun, RecordingLog]:
     """An admitted run handed only its parts (tenant limits, a recorder, a task set), no GatewayState."""
     log = RecordingLog()
     tenant = SimpleNamespace(id=7, name="acme", cache_group=None, max_concurrency=None)
@@ -65,7 +65,7 @@ def make_run(backend: FakeBackend) -> tuple[GenerationRun, RecordingLog]:
         caller=SimpleNamespace(tenant=tenant, api_key_id=3), request=request, request_id="chatcmpl-x",
         tenant_limits=TenantLimits(4), recorder=RunRecorder(log_writer=log), background_tasks=set(),
     )
-    run.admit()
+    await run.admit()
     assert run.tenant_limits.num_active(7) == 1
     sections = canonicalize(request.canonical_input())
     prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
@@ -80,7 +80,7 @@ async def drain(run: GenerationRun) -> str:
 
 async def test_finished_run_writes_one_row_with_request_log_columns_and_releases_its_slot():
     backend = FakeBackend()
-    run, log = make_run(backend)
+    run, log = await make_run(backend)
     run.open(backend, None)
     await run.prefetch()
     assert await drain(run) == "t0t1t2"
@@ -96,7 +96,7 @@ async def test_finished_run_writes_one_row_with_request_log_columns_and_releases
 
 async def test_finishing_before_the_backend_is_done_aborts_it():
     backend = FakeBackend(num_chunks=50)
-    run, log = make_run(backend)
+    run, log = await make_run(backend)
     run.open(backend, None)
     await run.prefetch()
     run.fail("client_disconnected")
@@ -112,7 +112,7 @@ async def test_disconnect_watcher_aborts_the_backend_request():
             return True
 
     backend = FakeBackend(num_chunks=50, delay_s=0.01)
-    run, log = make_run(backend)
+    run, log = await make_run(backend)
     run.open(backend, GoneRequest())
     await asyncio.sleep(0.05)
     assert backend.aborted == ["chatcmpl-x"] and run.error_code == "client_disconnected"
@@ -125,7 +125,7 @@ async def test_row_waits_for_the_canonical_shadow_figure_and_carries_it():
     from gateway.insight.counterfactual import CanonicalFigures
 
     backend = FakeBackend()
-    run, log = make_run(backend)
+    run, log = await make_run(backend)
     run.counterfactual = Future()
     run.open(backend, None)
     await run.prefetch()
@@ -146,7 +146,7 @@ async def test_run_without_a_canonical_rendering_logs_no_counterfactual():
     from concurrent.futures import Future
 
     backend = FakeBackend()
-    run, log = make_run(backend)
+    run, log = await make_run(backend)
     run.counterfactual = Future()
     run.counterfactual.set_result(None)
     run.open(backend, None)

@@ -56,7 +56,7 @@ async def started_on(backend: ScriptedBackend, store: bool, rows: list) -> Start
     run = GenerationRun(caller=SimpleNamespace(tenant=tenant, api_key_id=3), request=request, request_id="resp_x",
                   tenant_limits=TenantLimits(4), recorder=RunRecorder(log_writer=SimpleNamespace(enqueue=rows.append)),
                   background_tasks=set())
-    run.admit()
+    await run.admit()
     prompt = PreparedPrompt(token_ids=tuple(range(10)), text="hi", messages=(), static_prefix_len=0, model="m")
     run.prepared = PreparedRequest(prompt, GenerationParams(), canonicalize(request.canonical_input()), prompt.token_ids, {},
                                    "chat", None, True)
