@@ -75,7 +75,9 @@ class Preparer:
         weight = self.tenant_weights.get(tenant.name, 1.0)
         params = replace(prepared.params, tenant=f"tenant-{tenant.id}", tenant_weight=weight)
         prepared = replace(prepared, params=params)
-        return self.pin_breakpoints(request, prepared, tenant, model_id, tenant_template) if request.cache_breakpoints else prepared
+        if request.cache_breakpoints:
+            prepared = self.pin_breakpoints(request, prepared, tenant, model_id, tenant_template)
+        return prepared
 
     def pin_breakpoints(self, request: GenerationRequest, prepared: PreparedRequest, tenant: Tenant, model_id: str,
                         tenant_template: TenantTemplate | None) -> PreparedRequest:
@@ -90,7 +92,8 @@ class Preparer:
         if not pins:
             return prepared
         quota = (cache_namespace(tenant.id, tenant.cache_group, model_id), pin_quota(tenant, self.session_factory))
-        params = replace(prepared.params, cache_pins=tuple((pin.num_tokens, pin.ttl_s) for pin in pins), pin_quota=quota)
+        cache_pins = tuple((pin.num_tokens, pin.ttl_s) for pin in pins)
+        params = replace(prepared.params, cache_pins=cache_pins, pin_quota=quota)
         return replace(prepared, params=params, cache_pins=pins)
 
     def prepare_for(self, request: GenerationRequest, *, tenant: Tenant, model_id: str) -> PreparedRequest:

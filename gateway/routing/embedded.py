@@ -56,7 +56,8 @@ class EmbeddedBackend:
         try:
             outputs = self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id,
                                            fairness_key=params.tenant, weight=params.tenant_weight,
-                                           queue_timeout_s=params.queue_timeout_s, prefix_pins=to_prefix_pins(params))
+                                           queue_timeout_s=params.queue_timeout_s,
+                                           prefix_pins=to_prefix_pins(params))
             prefix = prompt.assistant_prefix
             async for out in outputs:
                 error = getattr(out, "error", None)
