@@ -35,6 +35,7 @@ from engine.kv_pool import KVPool
 from engine.models.gguf_cache import model_cache_root
 from engine.models.loader import is_model_cached, resolve_model_dir
 from engine.radix_cache import RadixCache
+from engine.radix_pins import PrefixPins
 from engine.sampling_params import RequestOutput, SamplingParams, Usage
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "GrammarError",
     "KVPool",
     "RadixCache",
+    "PrefixPins",  # prompt prefixes a request asks the cache to hold for a time (Engine.submit's prefix_pins)
     "resolve_model_dir",  # a model spec's local HF directory (an edge gateway reads its tokenizer there)
     "model_cache_root",  # where resolve_model_dir keeps dequantized GGUF models, given a cache directory
     # what the first load builds and caches on disk (`radixgate warmup` builds both ahead of time)

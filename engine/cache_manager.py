@@ -21,15 +21,19 @@ the host (RadixCache.on_evict); write_through() copies a pinned prefix there.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
-from engine.errors import EngineError, OutOfPagesError
+from engine.errors import EngineError, OutOfPagesError, PinCapacityError, QuotaExceededError
 
 if TYPE_CHECKING:
     from engine.host_tier import HostTier
     from engine.kv_pool import KVPool
     from engine.radix_cache import RadixCache
     from engine.request import Request
+
+
+logger = logging.getLogger(__name__)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -77,6 +81,7 @@ class CacheManager:
                     req.num_host_cached_tokens = max(req.num_host_cached_tokens, loaded)
         req.pages, req.tree_node = pages, node
         req.num_tree_tokens = req.num_computed = length
+        self.hold_prefixes(req)
 
     def _load_from_host(self, req: Request, length: int, pages: list[int], node):
         """Extend a locked device match with host pages; returns (tokens loaded, length, pages, node).
@@ -171,6 +176,27 @@ class CacheManager:
             self.cache.unlock(req.tree_node)
         req.pages[:num_pages] = list(match.pages)
         req.tree_node, req.num_tree_tokens = match.node, aligned
+        self.hold_prefixes(req)
+
+    def hold_prefixes(self, req: Request) -> None:
+        """Lease each of the request's pending prefix pins that is in the tree now (engine.radix_pins.PrefixPins):
+        the request's lock keeps the path there meanwhile (make_request rounded each down to a page). A lease
+        the quota or the cap refuses is dropped (logged): the prefix stays ordinary cache."""
+        pending = req.pending_pins
+        if not pending or not self.is_enabled or pending[0][0] > req.num_tree_tokens:
+            return
+        pins = req.prefix_pins
+        if pins.quota_namespace is not None:
+            self.cache.share_pin_quota(req.namespace, pins.quota_namespace)
+        if pins.quota_tokens is not None:
+            self.cache.set_pin_quota(pins.quota_namespace or req.namespace, pins.quota_tokens)
+        while pending and pending[0][0] <= req.num_tree_tokens:
+            num_tokens, ttl_s = pending.pop(0)
+            try:
+                self.cache.lease(req.namespace, req.tokens[:num_tokens], ttl_s)
+            except (QuotaExceededError, PinCapacityError) as refused:
+                logger.info("request %s: its %d-token prefix stays ordinary cache, not pinned for %gs: %s",
+                            req.request_id, num_tokens, ttl_s, refused)
 
     def release(self, req: Request, *, is_kv_valid: bool) -> None:
         """Give back everything the request holds; keep its computed prefix when is_kv_valid."""

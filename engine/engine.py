@@ -31,6 +31,7 @@ from engine.config import EngineConfig
 from engine.engine_core import EngineCore
 from engine.errors import EngineOverloadedError, PromptTooLongError
 from engine.output_streams import AsyncOutputs, FinalOutput
+from engine.radix_pins import PrefixPins, check_prefix_pins
 from engine.sampling_params import RequestOutput, SamplingParams
 
 logger = logging.getLogger(__name__)
@@ -143,13 +144,15 @@ class Engine:
         fairness_key: str | None = None,
         weight: float = 1.0,
         queue_timeout_s: float | None = None,
+        prefix_pins: PrefixPins | None = None,
     ) -> str:
         """Queue one request; emit(output) is called on the step thread. Returns the request id.
 
         fairness_key names whose share of the engine the request counts against under the "fair"
         policy (default: its namespace; the gateway passes the tenant), weight that key's share
         (> 0; equal by default). queue_timeout_s may shorten, never lengthen, config.max_queue_wait_s:
-        a request not scheduled by then ends with QueueTimeoutError, holding nothing.
+        a request not scheduled by then ends with QueueTimeoutError, holding nothing. prefix_pins: prompt
+        prefixes to hold for a time once computed (engine.radix_pins.PrefixPins; never fails the request).
         """
         params = params or SamplingParams()
         token_ids = [int(t) for t in token_ids]
@@ -158,9 +161,11 @@ class Engine:
             raise ValueError(f"weight must be > 0, got {weight}")
         if queue_timeout_s is not None and not queue_timeout_s > 0:
             raise ValueError(f"queue_timeout_s must be > 0, got {queue_timeout_s}")
+        check_prefix_pins(prefix_pins, len(token_ids))
         request_id = request_id or uuid.uuid4().hex
         req = self._core.make_request(request_id, token_ids, params, namespace or self.config.default_namespace, emit,
-                                      fairness_key=fairness_key, weight=weight, queue_timeout_s=queue_timeout_s)
+                                      fairness_key=fairness_key, weight=weight, queue_timeout_s=queue_timeout_s,
+                                      prefix_pins=prefix_pins)
         self._core.count_waiting(+1)
         self._inbox.put(AddRequest(req))
         return request_id
@@ -245,6 +250,7 @@ class Engine:
     # ---- introspection ------------------------------------------------
     def stats(self) -> dict:
         with self._lock:
+            self.cache.expire_pins()
             return self._core.stats() | {"model_id": self.model_id, "is_running": self.is_running}
 
     def kv_event_source(self) -> dict | None:

@@ -78,9 +78,10 @@ class EngineCore:
     # ---- requests -----------------------------------------------------
     def make_request(self, request_id: str, token_ids: list[int], params: SamplingParams, namespace: str,
                      emit, *, is_counted: bool = True, fairness_key: str | None = None, weight: float = 1.0,
-                     queue_timeout_s: float | None = None) -> Request:
+                     queue_timeout_s: float | None = None, prefix_pins=None) -> Request:
         """A new Request; its queue timeout is the smaller of queue_timeout_s and config.max_queue_wait_s
-        (none for uncounted internal requests such as pin prefills)."""
+        (none for uncounted internal requests such as pin prefills); `prefix_pins` (a PrefixPins) are
+        leased as its prefill commits them (CacheManager.hold_prefixes)."""
         detokenizer = Detokenizer(self.tokenizer, token_ids, params.stop) if self.tokenizer is not None else None
         limit = self.config.max_queue_wait_s
         timeout = (min(limit, queue_timeout_s) if queue_timeout_s is not None else limit) if is_counted else None
@@ -89,6 +90,10 @@ class EngineCore:
                       grammar=self.make_grammar_state(params), fairness_key=fairness_key, weight=weight,
                       queue_timeout_s=timeout)
         req.is_counted_waiting = is_counted
+        page_size = self.pool.page_size
+        pending = sorted((n - n % page_size, ttl_s) for n, ttl_s in (prefix_pins.prefixes if prefix_pins else ()))
+        if any(n for n, _ in pending):
+            req.prefix_pins, req.pending_pins = prefix_pins, [(n, ttl_s) for n, ttl_s in pending if n]
         req.emit = self._wrap_emit(req, emit)
         return req
 
@@ -147,6 +152,7 @@ class EngineCore:
         """Run one forward over the scheduled chunks; False when nothing could be scheduled."""
         with self._lock:
             try:
+                self.cache.expire_pins()  # timed pins whose time is up become ordinary cache before pages are sought
                 chunks = self.scheduler.schedule()
                 for chunk in chunks:
                     self._uncount(chunk.req)

@@ -75,7 +75,8 @@ class MatchResult:
 class NamespaceState:
     """One namespace's tree root and counters."""
 
-    __slots__ = ("root", "hit_tokens", "miss_tokens", "pinned_tokens", "pin_quota", "last_tokens", "last_match")
+    __slots__ = ("root", "hit_tokens", "miss_tokens", "pinned_tokens", "pin_quota", "last_tokens", "last_match",
+                 "quota_owner", "quota_used")
 
     def __init__(self) -> None:
         self.root = RadixNode(b"", b"", None)
@@ -87,6 +88,10 @@ class NamespaceState:
         self.miss_tokens = 0
         self.pinned_tokens = 0
         self.pin_quota: int | None = None  # None = unlimited
+        # Whose pin quota this namespace's pins count against (itself, or the namespace it shares one with,
+        # RadixPins.share_pin_quota), and, on an owner, the pinned tokens of every namespace counting there.
+        self.quota_owner: NamespaceState = self
+        self.quota_used = 0
 
     def as_dict(self) -> dict:
         return {
@@ -98,9 +103,10 @@ class NamespaceState:
 
 
 class PinRecord:
-    """A pin: the node its path ends at, its size and the matches it served."""
+    """A pin: the node its path ends at, its size and the matches it served. A timed pin (RadixPins.lease)
+    also has its time to live and when it runs out (the cache's clock); a plain pin has neither."""
 
-    __slots__ = ("pin_id", "namespace", "node", "num_tokens", "hits")
+    __slots__ = ("pin_id", "namespace", "node", "num_tokens", "hits", "ttl_s", "expires_at")
 
     def __init__(self, pin_id: int, namespace, node: RadixNode, num_tokens: int) -> None:
         self.pin_id = pin_id
@@ -108,9 +114,14 @@ class PinRecord:
         self.node = node
         self.num_tokens = num_tokens
         self.hits = 0
+        self.ttl_s: float | None = None
+        self.expires_at: float | None = None
 
     def as_dict(self) -> dict:
-        return {"pin_id": self.pin_id, "namespace": self.namespace, "tokens": self.num_tokens, "hits": self.hits}
+        info = {"pin_id": self.pin_id, "namespace": self.namespace, "tokens": self.num_tokens, "hits": self.hits}
+        if self.ttl_s is not None:
+            info |= {"ttl_s": self.ttl_s, "expires_at": self.expires_at}
+        return info
 
 
 def token_bytes(tokens) -> bytes:

@@ -95,6 +95,9 @@ class Request:
         self.queue_deadline_s = None if queue_timeout_s is None else self.arrival_s + queue_timeout_s
         self.first_token_s: float | None = None
         self.on_finish: Callable[[Request], None] | None = None
+        # prompt prefixes to lease once computed (engine.radix_pins.PrefixPins), still to do, shortest first
+        self.prefix_pins = None
+        self.pending_pins: list[tuple[int, float]] = []
         self.is_counted_waiting = False
         self._blocks: list[bytes] | None = None
 

@@ -134,7 +134,7 @@ def build_preparer(settings: Settings, prompt_model, encode_cache, templates, ro
         default_max_tokens=settings.default_max_tokens, session_factory=session_factory,
         check_grammar=router.check_grammar,
         tenant_weights=dict(settings.engine.tenant_weights), side_writer=side_writer,
-        template_sample_size=settings.template_sample_size,
+        template_sample_size=settings.template_sample_size, cache_ttl_scale=settings.cache_ttl_scale,
     )
 
 

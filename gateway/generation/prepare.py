@@ -53,6 +53,7 @@ class PreparedRequest:
     template_version: int | None
     is_canonicalized: bool
     canonical: CanonicalPrompt | None = None  # the served prompt when canonicalized, else None
+    cache_pins: tuple = ()  # the request's cache breakpoints as pins (gateway/pins/breakpoints.py BreakpointPin)
 
     @property
     def num_prompt_tokens(self) -> int:

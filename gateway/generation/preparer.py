@@ -42,6 +42,7 @@ class Preparer:
     tenant_weights: dict[str, float] = field(default_factory=dict)
     side_writer: SideWriter | None = None  # template samples are written here, off the request path
     template_sample_size: int = 0
+    cache_ttl_scale: float = 1.0  # multiplies cache breakpoints' TTLs (settings.cache_ttl_scale)
 
     def load_template(self, tenant_id: int, ref: str) -> TenantTemplate | None:
         """The version of the tenant's own template that `ref` names (`name`, `name@label`, `name@N`;
@@ -73,7 +74,27 @@ class Preparer:
             self.check_grammar(prepared.params.grammar)
         weight = self.tenant_weights.get(tenant.name, 1.0)
         params = replace(prepared.params, tenant=f"tenant-{tenant.id}", tenant_weight=weight)
-        return replace(prepared, params=params)
+        prepared = replace(prepared, params=params)
+        if request.cache_breakpoints:
+            prepared = self.pin_breakpoints(request, prepared, tenant, model_id, tenant_template)
+        return prepared
+
+    def pin_breakpoints(self, request: GenerationRequest, prepared: PreparedRequest, tenant: Tenant, model_id: str,
+                        tenant_template: TenantTemplate | None) -> PreparedRequest:
+        """The request's cache breakpoints as pins on the prepared request and in its parameters, bounded by
+        the tenant's pin quota (gateway/pins/breakpoints.py)."""
+        from gateway.pins.breakpoints import breakpoint_pins, pin_quota
+        from gateway.tenants.isolation import cache_namespace
+
+        pins = breakpoint_pins(request, prepared, templates=self.templates, tokenizer=self.tokenizer,
+                               tenant_template=tenant_template, rules=rules_for(tenant),
+                               page_size=self.prompt_model.page_size, ttl_scale=self.cache_ttl_scale)
+        if not pins:
+            return prepared
+        quota = (cache_namespace(tenant.id, tenant.cache_group, model_id), pin_quota(tenant, self.session_factory))
+        cache_pins = tuple((pin.num_tokens, pin.ttl_s) for pin in pins)
+        params = replace(prepared.params, cache_pins=cache_pins, pin_quota=quota)
+        return replace(prepared, params=params, cache_pins=pins)
 
     def prepare_for(self, request: GenerationRequest, *, tenant: Tenant, model_id: str) -> PreparedRequest:
         """Load the tenant's template (when the request names one and is canonicalized), prepare, and keep

@@ -28,9 +28,10 @@ class ToolCall:
 class Usage:
     """Prompt and completion tokens. `cached_tokens` of the prompt were read from the caller's own cache
     domain; the rest (`uncached_tokens`) were computed for this request. `cache_write_tokens` of those
-    were computed up to the request's last cache breakpoint (CacheBreakpoint) and are now pinned for its
-    TTL (`cache_write_1h_tokens` of them under a 1h breakpoint): Anthropic's cache_creation figures. The
-    rest of the uncached prompt is Anthropic's `input_tokens`."""
+    were computed up to the request's last cache breakpoint (CacheBreakpoint, rounded down to a KV page)
+    and are now cached, pinned for its TTL where the pin quota allowed (`cache_write_1h_tokens` of them
+    up to its last 1h breakpoint): Anthropic's cache_creation figures (gateway/pins/breakpoints.py). The
+    rest of the uncached prompt is Anthropic's `input_tokens`. A remote backend cannot pin: 0 writes."""
 
     prompt_tokens: int
     cached_tokens: int

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 from gateway.errors import from_exception, too_many_requests
 from gateway.generation.record import RunRecord
 from gateway.generation.result import Usage
+from gateway.pins.breakpoints import cache_write_figures
 from gateway.routing.backend import BackendChunk, BackendUsage
 from gateway.routing.load import LOCAL_LOAD, LoadTracker
 
@@ -152,6 +153,9 @@ class GenerationRun:
         prepared = self.prepared
         self.backend = backend
         self._stream = backend.stream(prepared.prompt, prepared.params, self.namespace, self.request_id)
+        if prepared.cache_pins and not getattr(backend, "holds_cache_pins", False):
+            log.info("%s: backend %s cannot pin; its %d cache breakpoints are ordinary cache there (no cache writes "
+                     "reported)", self.request_id, backend.name, len(prepared.cache_pins))
         if request is not None:
             self._watcher = asyncio.create_task(self._watch_disconnect(request))
 
@@ -191,12 +195,17 @@ class GenerationRun:
             chunk = await self._next()
 
     def api_usage(self) -> Usage:
-        """The usage the client is told: the backend's, or (no final chunk) the prompt and what streamed."""
+        """The usage the client is told: the backend's, or (no final chunk) the prompt and what streamed. The
+        cache-write figures are the prompt computed up to the last (1h) breakpoint on a backend that pins
+        (gateway/pins/breakpoints.py), 0 on a remote (it cannot pin; `open` logs that)."""
         usage = self.usage
         if usage is None:
             prompt = self.prepared.num_prompt_tokens if self.prepared else 0
             return Usage(prompt, 0, self.num_completion_tokens)
-        return Usage(usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens)
+        cached = usage.cached_tokens or 0
+        pins = self.prepared.cache_pins if self.prepared and getattr(self.backend, "holds_cache_pins", False) else ()
+        write, write_1h = cache_write_figures(pins, cached)
+        return Usage(usage.prompt_tokens, cached, usage.completion_tokens, write, write_1h)
 
     def cache_diagnosis(self) -> CacheDiagnosis | None:
         """Why this prompt missed against the caller's previous one (insight/cache_diagnosis.py), with the

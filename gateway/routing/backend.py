@@ -85,6 +85,10 @@ class GenerationParams:
     tenant: str | None = None
     tenant_weight: float = 1.0
     queue_timeout_s: float | None = None
+    # cache breakpoints, for the embedded engine only (remotes cannot pin): (prompt tokens, ttl_s) prefixes to
+    # pin once computed, and (the namespace whose pin quota they count against, that quota in tokens)
+    cache_pins: tuple[tuple[int, float], ...] = ()
+    pin_quota: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)

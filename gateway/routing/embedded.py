@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 class EmbeddedBackend:
     """Adapts `engine.Engine.generate` to `Backend.stream`."""
 
+    holds_cache_pins = True  # params.cache_pins are leased in the engine (remotes have no such attribute)
+
     def __init__(self, engine: Engine, name: str = "embedded") -> None:
         self.engine = engine
         self.name = name
@@ -54,7 +56,8 @@ class EmbeddedBackend:
         try:
             outputs = self.engine.generate(list(prompt.token_ids), sampling, namespace=namespace, request_id=request_id,
                                            fairness_key=params.tenant, weight=params.tenant_weight,
-                                           queue_timeout_s=params.queue_timeout_s)
+                                           queue_timeout_s=params.queue_timeout_s,
+                                           prefix_pins=to_prefix_pins(params))
             prefix = prompt.assistant_prefix
             async for out in outputs:
                 error = getattr(out, "error", None)
@@ -92,6 +95,16 @@ def to_sampling_params(params: GenerationParams):
         stop=list(params.stop),
         grammar=params.grammar,
     )
+
+
+def to_prefix_pins(params: GenerationParams):
+    """The engine's PrefixPins for params.cache_pins (None without any)."""
+    if not params.cache_pins:
+        return None
+    from engine import PrefixPins
+
+    quota_namespace, quota_tokens = params.pin_quota or (None, None)
+    return PrefixPins(params.cache_pins, quota_namespace, quota_tokens)
 
 
 def to_usage(usage) -> BackendUsage | None:

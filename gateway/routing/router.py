@@ -57,6 +57,11 @@ class FailoverBackend:
         self._predict = predict
         self._active: Backend = self.candidates[0]
 
+    @property
+    def holds_cache_pins(self) -> bool:
+        """Whether the backend taking the request leases cache breakpoints (the embedded engine does)."""
+        return getattr(self._active, "holds_cache_pins", False)
+
     def is_healthy(self) -> bool:
         return any(b.is_healthy() for b in self.candidates)
 

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     shadow_max_namespaces: int = 1024  # cache domains each shadow keeps (LRU)
     engine_snapshot_interval_s: float = 60.0  # how often engine cache stats are stored for the dashboard
     rewarm_pins: bool = True
+    # multiplies every cache breakpoint's TTL (Anthropic's 5m / 1h); 1.0 in production, tests and benches shorten it
+    cache_ttl_scale: float = Field(default=1.0, gt=0)
     # request bodies kept per tenant template for the studio's preview and what-if (0: keep none)
     template_sample_size: int = Field(default=50, ge=0, le=1000)
     what_if_max_requests: int = Field(default=200, ge=1, le=5000)  # most samples one estimate replays
