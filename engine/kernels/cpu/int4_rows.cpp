@@ -1,12 +1,13 @@
 // Weight-only int4 products for a few rows at a time (generated tokens: decode and verify rows).
 //
-// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_min (n/16, K/32, 2, 16) float16, n) -> (M, n)
+// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_min (n/16, K/32, 2, 16) float16 or float32, n) -> (M, n)
 //   The weight of engine.kernels.cpu.quantized_linear: 4-bit q, one (scale, min) pair of float16 per 32 inputs
 //   of an output, w = q * scale + min (GGUF's Q4_1 block: a Q4_1 model's weights come back bit for bit, since
 //   q * scale is exact in float32), laid out by pack_int4_lanes (engine.kernels.cpu.row_linear): blocks of 16
 //   outputs across the vector lanes; per block and group, 16 input pairs, each 16 bytes (one per output: input
 //   2p in the low nibble, 2p + 1 in the high one); then the group's 16 scales and 16 mins. n is padded to a
-//   multiple of 16 with zeros.
+//   multiple of 16 with zeros. float32 scales and mins carry GGUF's Q4_K blocks exactly
+//   (engine.kernels.cpu.gguf_blocks: scale = d * sc and min = -dmin * m, each exact in float32).
 //   y_o = sum_g scale_og * (x_g . q_og) + sum_g min_og * sum(x_g), float32, rounded once
 //   (bfloat16 rows with the dot-product instruction sum x_g . (128 + q_og) and take 128 scale_og back with
 //   the min term: the widened weight is one bit operation away from the packed byte).
@@ -40,8 +41,8 @@ constexpr bool HAS_BF16_DOT = false;
 
 
 // rows [r, r + R) x blocks [b, b + C); x: M rows of k inputs; sums: M rows of k / GROUP group sums
-template <int R, int C, typename T>
-void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::Half* sz, int64_t b, int64_t r,
+template <int R, int C, typename T, typename S>
+void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const S* sz, int64_t b, int64_t r,
           int64_t n, T* out) {
   const int64_t groups = k / GROUP;
 #if defined(RADIXGATE_VEC16)
@@ -84,7 +85,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       }
     }
     for (int c = 0; c < C; ++c) {
-      const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+      const S* pair = sz + ((b + c) * groups + g) * 2 * LANES;
       const f32x16 scale = load16(pair), min = load16(pair + LANES);
       // min, less 128 scale where the weights came as 128 + q (bfloat16 rows)
       const f32x16 low = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? fnma16(set16(128.0f), scale, min) : min;
@@ -101,7 +102,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       float acc[LANES] = {0};
       for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* qg = q + ((b + c) * groups + g) * GROUP_BYTES;
-        const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
+        const S* pair = sz + ((b + c) * groups + g) * 2 * LANES;
         for (int64_t l = 0; l < LANES; ++l) {
           float part = 0.0f;
           for (int64_t p = 0; p < PAIRS; ++p) {
@@ -120,7 +121,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
 #endif
 }
 
-template <typename T>
+template <typename T, typename S>
 void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
   const T* xp = x.data_ptr<T>();
@@ -128,10 +129,10 @@ void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, 
   for (int64_t i = 0; i < m; ++i)
     for (int64_t g = 0; g < groups; ++g) sums[i * groups + g] = radixgate::group_sum32(xp + i * k + g * GROUP);
   const uint8_t* qp = q.data_ptr<uint8_t>();
-  const c10::Half* szp = scale_min.data_ptr<c10::Half>();
+  const S* szp = scale_min.data_ptr<S>();
   T* op = out.data_ptr<T>();
   radixgate::for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
-    tile<R, C, T>(xp, sums.data(), k, qp, szp, b, r, n, op);
+    tile<R, C, T, S>(xp, sums.data(), k, qp, szp, b, r, n, op);
   });
 }
 
@@ -144,14 +145,16 @@ at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor&
   TORCH_CHECK(k % GROUP == 0, "K must be a multiple of ", GROUP);
   TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 4 && q.size(1) == groups &&
               q.size(2) == PAIRS && q.size(3) == LANES, "q must be contiguous uint8 (n/16, K/32, 16, 16)");
-  TORCH_CHECK(scale_min.scalar_type() == at::kHalf && scale_min.is_contiguous() &&
-              scale_min.numel() == q.size(0) * groups * 2 * LANES, "scale_min must be float16 (n/16, K/32, 2, 16)");
+  const bool is_half = scale_min.scalar_type() == at::kHalf;
+  TORCH_CHECK((is_half || scale_min.scalar_type() == at::kFloat) && scale_min.is_contiguous() &&
+              scale_min.numel() == q.size(0) * groups * 2 * LANES,
+              "scale_min must be float16 or float32 (n/16, K/32, 2, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
   at::Tensor out = at::empty({x.size(0), n}, x.options());
-  if (x.scalar_type() == at::kFloat) {
-    run<float>(x, q, scale_min, n, out);
-  } else {
-    run<c10::BFloat16>(x, q, scale_min, n, out);
-  }
+  const bool is_float = x.scalar_type() == at::kFloat;
+  if (is_float && is_half) run<float, c10::Half>(x, q, scale_min, n, out);
+  else if (is_float) run<float, float>(x, q, scale_min, n, out);
+  else if (is_half) run<c10::BFloat16, c10::Half>(x, q, scale_min, n, out);
+  else run<c10::BFloat16, float>(x, q, scale_min, n, out);
   return out;
 }

@@ -293,11 +293,12 @@ void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
 // acc[i][c] += the float32 products of rows [r, r + R) of x (rows of k inputs) with blocks [b, b + C) of a
 // lane-packed weight W (float32 or int8; block c's input j at w + (b + c) * block_stride + 16 j), each summed
 // in slices of ``slice`` inputs, the slices added in order (a chain's rounding error grows with its length).
-// With ``scales`` (float16, 16 per block and slice: block c's slice t at scales + (b + c) * scale_stride + 16 t),
-// each slice's sum is multiplied by its scales as it is added (one fused multiply-add).
-template <int R, int C, typename W>
-inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, const W* w, int64_t block_stride,
-                                int64_t b, int64_t r, int64_t slice, const c10::Half* scales = nullptr,
+// With ``scales`` (float16 or float32, 16 per block and slice: block c's slice t at scales + (b + c) *
+// scale_stride + 16 t), each slice's sum is multiplied by its scales as it is added (one fused multiply-add).
+// x: float32, or bfloat16 widened exactly.
+template <int R, int C, typename W, typename X = float, typename S = c10::Half>
+inline void add_sliced_products(f32x16 (&acc)[R][C], const X* x, int64_t k, const W* w, int64_t block_stride,
+                                int64_t b, int64_t r, int64_t slice, const S* scales = nullptr,
                                 int64_t scale_stride = 0) {
   for (int64_t k0 = 0; k0 < k; k0 += slice) {
     f32x16 part[R][C];
@@ -307,7 +308,7 @@ inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, 
       f32x16 wv[C];
       for (int c = 0; c < C; ++c) wv[c] = load16(w + (b + c) * block_stride + j * 16);
       for (int i = 0; i < R; ++i) {
-        const f32x16 xv = set16(x[(r + i) * k + j]);
+        const f32x16 xv = set16(to_float(x[(r + i) * k + j]));
         for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, wv[c], part[i][c]);
       }
     }
