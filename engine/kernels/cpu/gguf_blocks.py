@@ -54,17 +54,15 @@ class BlockWeight:
     q: torch.Tensor  # (rows, K): uint8 0..15 (int4) or int8
     scale: torch.Tensor
     minimum: torch.Tensor | None = None
+    # K-quants as the file has them (the kernels' compact form; scale and minimum are their float32 products):
+    # Q4_K (sc uint8 (rows, K/32), m uint8 (rows, K/32), d float16 (rows, K/256), -dmin float16 (rows, K/256));
+    # Q6_K (sc int8 (rows, K/16), d float16 (rows, K/256)); None for other types
+    super_scales: tuple[torch.Tensor, ...] | None = None
 
     @property
     def group(self) -> int:
         return self.q.shape[1] // self.scale.shape[1]
 
-    @property
-    def num_bytes(self) -> int:
-        """Bytes the kernels read per pass: 4-bit or 8-bit q, plus the scales (and mins)."""
-        q_bytes = self.q.numel() // 2 if self.kind == "int4" else self.q.numel()
-        extra = self.scale.numel() * self.scale.element_size()
-        return q_bytes + extra + (0 if self.minimum is None else self.minimum.numel() * self.minimum.element_size())
 
     def dequantize(self) -> torch.Tensor:
         """The float32 weight (rows, K): q * scale (+ min), in float32 as gguf dequantizes (module docstring)."""
@@ -80,7 +78,7 @@ class BlockWeight:
         if group == self.group:
             return self
         repeat = lambda t: None if t is None else t.repeat_interleave(self.group // group, dim=1)  # noqa: E731
-        return BlockWeight(self.kind, self.q, repeat(self.scale), repeat(self.minimum))
+        return BlockWeight(self.kind, self.q, repeat(self.scale), repeat(self.minimum))  # float32 form only
 
     def with_float32_scales(self) -> "BlockWeight":
         to32 = lambda t: None if t is None else t.float()  # noqa: E731 (float16 -> float32 is exact)
@@ -97,7 +95,11 @@ def stack_rows(pieces: list[BlockWeight]) -> BlockWeight:
     if len({p.scale.dtype for p in pieces}) > 1:
         pieces = [p.with_float32_scales() for p in pieces]
     minimum = None if pieces[0].minimum is None else torch.cat([p.minimum for p in pieces])
-    return BlockWeight(pieces[0].kind, torch.cat([p.q for p in pieces]), torch.cat([p.scale for p in pieces]), minimum)
+    supers = [p.super_scales for p in pieces]
+    same = all(s is not None and len(s) == len(supers[0]) for s in supers)  # all Q4_K, or all Q6_K
+    super_scales = tuple(torch.cat(parts) for parts in zip(*supers)) if same else None
+    return BlockWeight(pieces[0].kind, torch.cat([p.q for p in pieces]), torch.cat([p.scale for p in pieces]), minimum,
+                       super_scales)
 
 
 def _half(raw: np.ndarray) -> np.ndarray:
@@ -153,7 +155,8 @@ def _q4_k(blocks: np.ndarray, rows: int) -> BlockWeight:
     qs = blocks[:, 16:].reshape(n, 4, 32)
     q = np.stack([qs & 0x0F, qs >> 4], axis=2).reshape(n, QK_K)
     as_rows = lambda a: torch.from_numpy(np.ascontiguousarray(a)).view(rows, -1)  # noqa: E731
-    return BlockWeight("int4", as_rows(q), as_rows(scale), as_rows(minimum))
+    super_scales = (as_rows(sc), as_rows(m), as_rows(d.astype(np.float16)), as_rows(-dmin.astype(np.float16)))
+    return BlockWeight("int4", as_rows(q), as_rows(scale), as_rows(minimum), super_scales)
 
 
 def _q6_k(blocks: np.ndarray, rows: int) -> BlockWeight:
@@ -166,7 +169,8 @@ def _q6_k(blocks: np.ndarray, rows: int) -> BlockWeight:
     q = (low | (high << 4)).astype(np.int8) - 32
     scale = d[:, None] * scales
     as_rows = lambda a: torch.from_numpy(np.ascontiguousarray(a)).view(rows, -1)  # noqa: E731
-    return BlockWeight("int8", as_rows(q.reshape(n, QK_K)), as_rows(scale))
+    super_scales = (as_rows(scales.astype(np.int8)), as_rows(d.astype(np.float16)))
+    return BlockWeight("int8", as_rows(q.reshape(n, QK_K)), as_rows(scale), None, super_scales)
 
 
 class GgufBlocks:

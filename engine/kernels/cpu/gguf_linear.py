@@ -30,7 +30,8 @@ import torch
 from engine.kernels.cpu.gguf_blocks import BlockWeight, GgufBlocks, stack_rows
 from engine.kernels.cpu.native import native_for
 from engine.kernels.cpu.packed_linear import dense_linear
-from engine.kernels.cpu.row_linear import Int4DotRowLinear, Int4RowLinear, Int8RowLinear
+from engine.kernels.cpu.row_linear import (Int4DotRowLinear, Int4RowLinear, Int4SuperRowLinear, Int8RowLinear,
+                                          Int8SuperRowLinear)
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,11 @@ class BlockRows:
 
     @staticmethod
     def _kernel(native, weight: BlockWeight, int8_activations: bool):
+        """The compact K-quant kernels where every piece is a K-quant (Q4_K, Q6_K), else the float32 scales."""
+        if weight.super_scales is not None and weight.kind == "int4":
+            return Int4SuperRowLinear(native, weight.q, *weight.super_scales, int8_activations=int8_activations)
+        if weight.super_scales is not None:
+            return Int8SuperRowLinear(native, weight.q, *weight.super_scales)
         if weight.kind == "int4":
             rows = Int4DotRowLinear if int8_activations else Int4RowLinear
             return rows(native, weight.q, weight.scale, weight.minimum)

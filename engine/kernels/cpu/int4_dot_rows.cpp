@@ -97,6 +97,26 @@ at::Tensor int4_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Ten
               scale_min.numel() == q.size(0) * groups * 2 * LANES,
               "scale_min must be float16 or float32 (n/16, K/32, 2, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
-  if (is_half) return radixgate::dot_rows<Int4Weight, c10::Half>(x, q, scale_min, n);
-  return radixgate::dot_rows<Int4Weight, float>(x, q, scale_min, n);
+  if (is_half) return radixgate::dot_rows<Int4Weight>(x, q, radixgate::Scales<c10::Half, true>{
+      scale_min.data_ptr<c10::Half>(), groups}, n);
+  return radixgate::dot_rows<Int4Weight>(x, q, radixgate::Scales<float, true>{scale_min.data_ptr<float>(), groups}, n);
+}
+
+// GGUF's Q4_K super-blocks as the file has them: sc_m and d_dmin as int4_super_rows takes them (group_scales.h)
+at::Tensor int4_super_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc_m,
+                               const at::Tensor& d_dmin, int64_t n) {
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16, "x must be float32 or bfloat16");
+  const int64_t k = x.size(1), groups = k / GROUP;
+  TORCH_CHECK(k % 256 == 0, "K must be a multiple of 256");
+  TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 5 && q.size(1) == groups &&
+              q.size(2) == CHUNKS && q.size(3) == LANES && q.size(4) == 4,
+              "q must be contiguous uint8 (n/16, K/32, 4, 16, 4)");
+  TORCH_CHECK(sc_m.scalar_type() == at::kByte && sc_m.is_contiguous() && sc_m.numel() == q.size(0) * groups * 2 * LANES,
+              "sc_m must be uint8 (n/16, K/32, 2, 16)");
+  TORCH_CHECK(d_dmin.scalar_type() == at::kHalf && d_dmin.is_contiguous() &&
+              d_dmin.numel() == q.size(0) * (groups / 8) * 2 * LANES, "d_dmin must be float16 (n/16, K/256, 2, 16)");
+  TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
+  return radixgate::dot_rows<Int4Weight>(x, q, radixgate::SuperScales<uint8_t, true>{
+      sc_m.data_ptr<uint8_t>(), d_dmin.data_ptr<c10::Half>(), groups, 8}, n);
 }

@@ -202,3 +202,52 @@ class Int8DotRowLinear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         out = self.native.int8_dot_rows(x.contiguous(), self.packed, self.scale, self.out_features)
         return out if self.bias is None else out + self.bias
+
+
+def pack_group_lanes(t: torch.Tensor) -> torch.Tensor:
+    """(out, groups) of any dtype -> (out/16, groups, 16): per block and group, its 16 values (padding zero)."""
+    out_features, groups = t.shape
+    out_pad = -(-out_features // LANES) * LANES
+    return F.pad(t, (0, 0, 0, out_pad - out_features)).view(out_pad // LANES, LANES, groups).transpose(1, 2).contiguous()
+
+
+class Int4SuperRowLinear:
+    """Int4RowLinear (Int4DotRowLinear with ``int8_activations``) over GGUF's Q4_K super-blocks as the file has
+    them: 6-bit sc and m per 32 inputs (uint8), float16 d and -dmin per 256 (group_scales.h); the kernels form
+    scale = d * sc and min = -dmin * m exactly, so the products are Int4RowLinear's over the float32 scales."""
+
+    def __init__(self, native, q: torch.Tensor, sc: torch.Tensor, m: torch.Tensor, d: torch.Tensor,
+                 neg_dmin: torch.Tensor, int8_activations: bool = False) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.int8_activations = int8_activations
+        self.nibbles = pack_int4_dot_lanes(q) if int8_activations else pack_int4_lanes(q, sc, m)[0]
+        self.sc_m = pack_scale_min(sc.to(torch.uint8), m.to(torch.uint8))
+        self.d_dmin = pack_scale_min(d.to(torch.float16), neg_dmin.to(torch.float16))
+
+    @property
+    def num_bytes(self) -> int:
+        return tensor_bytes(self.nibbles, self.sc_m, self.d_dmin)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        kernel = self.native.int4_super_dot_rows if self.int8_activations else self.native.int4_super_rows
+        return kernel(x.contiguous(), self.nibbles, self.sc_m, self.d_dmin, self.out_features)
+
+
+class Int8SuperRowLinear:
+    """Int8RowLinear over GGUF's Q6_K super-blocks as the file has them: q - 32 (int8), an int8 sc per 16 inputs
+    and a float16 d per 256 (group_scales.h); the kernel forms scale = d * sc exactly."""
+
+    def __init__(self, native, q: torch.Tensor, sc: torch.Tensor, d: torch.Tensor) -> None:
+        self.native = native
+        self.out_features = q.shape[0]
+        self.packed = pack_lanes(q)
+        self.sc = pack_group_lanes(sc.to(torch.int8))
+        self.d = pack_group_lanes(d.to(torch.float16))
+
+    @property
+    def num_bytes(self) -> int:
+        return tensor_bytes(self.packed, self.sc, self.d)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.native.int8_super_rows(x.contiguous(), self.packed, self.sc, self.d, self.out_features)

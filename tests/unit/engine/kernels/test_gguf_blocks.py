@@ -12,7 +12,8 @@ from engine.kernels import keep_gguf_blocks, make_linear
 from engine.kernels.cpu.gguf_blocks import BLOCK_BYTES, GgufBlocks, decode_rows, stack_rows
 from engine.kernels.cpu.gguf_linear import GgufBlockLinear
 from engine.kernels.cpu.native import native_kernels
-from engine.kernels.cpu.row_linear import Int4DotRowLinear, Int4RowLinear, Int8RowLinear
+from engine.kernels.cpu.row_linear import (Int4DotRowLinear, Int4RowLinear, Int4SuperRowLinear, Int8RowLinear,
+                                          Int8SuperRowLinear)
 
 HALF_OFFSETS = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q8_0": (0,), "Q4_K": (0, 2), "Q6_K": (208,)}
 
@@ -56,6 +57,40 @@ def test_pieces_of_different_groups_and_scale_dtypes_stack_exactly():
     stacked = stack_rows([q8, q6])
     assert stacked.group == 16 and stacked.scale.dtype == torch.float32
     assert torch.equal(stacked.dequantize(), torch.cat([q8.dequantize(), q6.dequantize()]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("int8_activations", [False, True])
+def test_q4_k_super_block_scales_give_the_float32_scales_bits(native, dtype, int8_activations):
+    weight = decode_rows("Q4_K", random_blocks("Q4_K", 40, 768, seed=11))
+    compact = Int4SuperRowLinear(native, weight.q, *weight.super_scales, int8_activations=int8_activations)
+    plain = (Int4DotRowLinear if int8_activations else Int4RowLinear)(native, weight.q, weight.scale, weight.minimum)
+    assert compact.num_bytes < 0.8 * plain.num_bytes  # 4.6 bits a weight against 6
+    x = torch.randn(7, 768, generator=torch.Generator().manual_seed(12)).to(dtype)
+    out = compact(x)
+    assert torch.equal(out, plain(x))
+    assert torch.equal(torch.cat([compact(x[i : i + 3]) for i in range(0, 7, 3)]), out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_q6_k_super_block_scales_give_the_float32_scales_bits(native, dtype):
+    weight = decode_rows("Q6_K", random_blocks("Q6_K", 40, 512, seed=13))
+    compact = Int8SuperRowLinear(native, weight.q, *weight.super_scales)
+    plain = Int8RowLinear(native, weight.q, weight.scale)
+    assert compact.num_bytes < 0.9 * plain.num_bytes
+    x = torch.randn(7, 512, generator=torch.Generator().manual_seed(14)).to(dtype)
+    out = compact(x)
+    assert torch.equal(out, plain(x))
+    assert torch.equal(torch.cat([compact(x[i : i + 2]) for i in range(0, 7, 2)]), out)
+
+
+def test_a_k_quant_stacked_with_another_type_keeps_float32_scales():
+    q4 = decode_rows("Q4_K", random_blocks("Q4_K", 16, 256, seed=15))
+    q41 = decode_rows("Q4_1", random_blocks("Q4_1", 16, 256, seed=16))
+    assert stack_rows([q4, q4]).super_scales is not None
+    mixed = stack_rows([q4, q41])
+    assert mixed.super_scales is None and mixed.scale.dtype == torch.float32
+    assert torch.equal(mixed.dequantize(), torch.cat([q4.dequantize(), q41.dequantize()]))
 
 
 def product_error_bound(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -125,7 +160,8 @@ def test_make_linear_keeps_the_files_blocks_of_a_fused_weight_and_its_rows_match
     with keep_gguf_blocks(gguf_file) as blocks:
         linear = make_linear(fused, bias, mode)
     assert isinstance(linear, GgufBlockLinear) and len(blocks.kept) == 1
-    assert len(linear.by_row.parts) == 2  # q and k stacked into one int4 kernel, v its own int8 one
+    # q and k stacked into one int4 kernel, v its own int8 one, both over the file's super-block scales
+    assert [type(part) for part in linear.by_row.parts] == [Int4SuperRowLinear, Int8SuperRowLinear]
     x = torch.randn(5, 512, generator=torch.Generator().manual_seed(8))
     rows, dense = linear.by_row(x), linear(x)
     assert rows.shape == dense.shape == (5, 128)
