@@ -8,7 +8,9 @@
     GgufBlockLinear          prompt rows: the dense product over ``weight`` (the file's dequantized values in
                              the model dtype); generated rows (``by_row``): the native kernels over the
                              file's q and scales, pieces of one kind stacked, int4 (Q4_K, Q4_1) and int8
-                             (Q6_K, Q5_0, Q8_0, Q4_0) pieces of a fused weight run one after the other
+                             (Q6_K, Q5_0, Q8_0, Q4_0) pieces of a fused weight run one after the other;
+                             K-quants keep their super-block scales (Int4SuperRowLinear, Int8SuperRowLinear:
+                             4.6 and 8.6 bits a weight) where every piece of a kernel is the same K-quant
 
 Any weight-only mode keeps the file's blocks: "int4" and "int8" alike run each tensor in the type the
 file stores it in (a Q4_K tensor stays 4-bit, a Q6_K one 6-bit held in int8), so the generated rows
