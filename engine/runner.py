@@ -18,7 +18,8 @@ faster than float32's there. Correctness tests and output-equality checks
 against transformers pass ``dtype="float32"``.
 
 quantization: "none" (the default), "int8", "int4" (weight-only, CPU; see
-engine.kernels.cpu.quantized_linear), "w4a8"/"w8a8" (int4/int8 weights, generated rows'
+engine.kernels.cpu.quantized_linear; a model loaded from a GGUF file keeps the file's own quantized
+blocks, engine.kernels.cpu.gguf_linear), "w4a8"/"w8a8" (int4/int8 weights, generated rows'
 activations int8), or "auto": engine.kernels.choose_quantization (weight-only modes only),
 the mode whose decode-sized linears time clearly faster on this CPU, else "none".
 prefer: "speed" (default) or "accuracy"; with "accuracy", "auto" means float32 and
@@ -36,7 +37,7 @@ import torch
 
 from engine.kernels.row_split import RowSplit
 from engine.forward_batch import ForwardBatch
-from engine.kernels import QUANTIZATIONS, choose_dtype, choose_quantization, make_attention
+from engine.kernels import QUANTIZATIONS, choose_dtype, choose_quantization, keep_gguf_blocks, make_attention
 from engine.models.llama import LlamaModel, ModelShape
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,11 @@ class ModelRunner:
         self.quantization = resolve_quantization(quantization, self.dtype, self.device, prefer, native)
         self.native = native
         self.pool = pool
-        self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device, self.quantization, native)
+        # a quantized model read from a GGUF file keeps the file's own blocks (engine.kernels.cpu.gguf_linear)
+        gguf_path = getattr(loaded_model, "gguf_path", None) if self.quantization != "none" else None
+        with keep_gguf_blocks(gguf_path):
+            self.model = LlamaModel(config, loaded_model.state_dict, self.dtype, self.device, self.quantization,
+                                    native)
         self.shape = self.model.shape
         self.attention = make_attention(pool, self.shape.num_heads, self.shape.num_kv_heads, self.shape.head_dim,
                                         self.device, native)

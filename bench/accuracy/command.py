@@ -102,6 +102,9 @@ def print_result(result: dict) -> None:
             console.print(f"radixgate {dtype} vs vLLM {dtype}: mean KL {ours['mean_kl']:.5f} vs "
                           f"{theirs['mean_kl']:.5f} nats, greedy agreement {ours['greedy_agreement']:.1%} vs "
                           f"{theirs['greedy_agreement']:.1%}")
+    for mode, ok in result.get("quantized_vs_transformers_bfloat16", {}).items():
+        console.print(f"radixgate {mode} no further from float32 than transformers bfloat16 "
+                      f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")
     for dtype, ok in result["radixgate_no_further_than_transformers"].items():
         console.print(f"radixgate {dtype} no further from float32 than transformers {dtype} "
                       f"(KL within {result['kl_tolerance']:g} nats): {verdict(ok)}")

@@ -152,6 +152,16 @@ def build_runner(loaded_model, dtype: torch.dtype, quantization: str, prompts: l
     return ModelRunner(loaded_model, pool, dtype, device, quantization)
 
 
+def quantized_checks(rows: list[dict]) -> dict[str, bool]:
+    """Per radixgate quantized mode ("dtype/mode"): whether its KL from float32 is no worse than transformers'
+    own bfloat16 (the cheapest thing a user could run instead); empty without a transformers bfloat16 row."""
+    hf = next((r for r in rows if r["engine"] == "transformers" and r["dtype"] == "bfloat16"), None)
+    if hf is None:
+        return {}
+    return {f"{r['dtype']}/{r['quantization']}": r["mean_kl"] <= hf["mean_kl"] + KL_TOLERANCE
+            for r in rows if r["engine"] == "radixgate" and r["quantization"] != "none"}
+
+
 def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.float32, torch.bfloat16),
                  quantizations=("none",), device: torch.device | str = "cpu",
                  progress: Progress | None = None, llamacpp_gguf: str | None = None,
@@ -206,6 +216,6 @@ def run_accuracy(loaded_model, texts, *, num_tokens: int = 32, dtypes=(torch.flo
         if row["engine"] == "radixgate" and row["quantization"] == "none":
             hf = next(r for r in rows if r["engine"] == "transformers" and r["dtype"] == row["dtype"])
             checks[row["dtype"]] = row["mean_kl"] <= hf["mean_kl"] + KL_TOLERANCE
-    return {"model": loaded_model.model_id, "num_prompts": len(prompts), "num_tokens": num_tokens,
+    return {"quantized_vs_transformers_bfloat16": quantized_checks(rows), "model": loaded_model.model_id, "num_prompts": len(prompts), "num_tokens": num_tokens,
             "device": str(device), "num_threads": torch.get_num_threads(), "kl_tolerance": KL_TOLERANCE,
             "rows": rows, "radixgate_no_further_than_transformers": checks, "peer_errors": peer_errors}

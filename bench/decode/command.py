@@ -92,7 +92,8 @@ def decode(
     if limits:
         from bench.decode.limits import machine_limits
 
-        result["limits"] = machine_limits(runner.shape, runner.dtype, runner.quantization, runner.device)
+        result["limits"] = machine_limits(runner.shape, runner.dtype, runner.quantization, runner.device,
+                                            model=runner.model)
     print_result(result)
     write_json(result, json_out)
 

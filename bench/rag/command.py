@@ -98,7 +98,7 @@ def _one_table(result: dict, http: dict, runner, loaded) -> dict:
 
     floor_s = None
     if result["mode"] == "serial":
-        limits = machine_limits(runner.shape, runner.dtype, runner.quantization, runner.device)
+        limits = machine_limits(runner.shape, runner.dtype, runner.quantization, runner.device, model=runner.model)
         floor_s = serial_floor_s(result["prefill_tokens_on"], len(loaded.prompts), loaded.max_new_tokens, limits)
     table = peer_table(http_rows(http) + in_process_rows(result), mode=result["mode"], floor_s=floor_s)
     print_peer_table(table, target=TARGET_VS_BEST_PEER[result["mode"]],

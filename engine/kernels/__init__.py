@@ -2,6 +2,8 @@
 
     make_linear(weight, bias, quantization)   a Linear: x -> x @ weight.T + bias, one row's bits independent
                                               of its batch; weight-only int8/int4 (and w4a8/w8a8) when asked
+    keep_gguf_blocks(path)      a context in which quantized linears keep that GGUF file's own blocks
+                                (engine.kernels.cpu.gguf_linear) where it holds their weights exactly
     choose_dtype(device, prefer)              the dtype "auto" stands for on that device
     choose_quantization(dtype, device, prefer)  the weight quantization "auto" stands for there
     make_attention(pool, ...)   an Attention over the paged KV pool
@@ -29,6 +31,7 @@ import torch
 
 from engine.forward_batch import ForwardBatch
 from engine.kernels.cpu.dtype_probe import choose_cpu_dtype
+from engine.kernels.cpu.gguf_linear import gguf_block_linear, keep_gguf_blocks
 from engine.kernels.cpu.native import is_built as is_native_built
 from engine.kernels.cpu.native import native_for as native_ops
 from engine.kernels.cpu.native import native_kernels
@@ -39,7 +42,7 @@ from engine.kernels.norm import RMSNorm, make_norm
 from engine.kernels.paged_attention import PagedAttention
 
 __all__ = ["PREFERENCES", "QUANTIZATIONS", "Attention", "Linear", "choose_dtype", "choose_quantization",
-           "is_native_built", "make_attention", "make_linear", "make_norm", "native_kernels", "native_ops",
+           "is_native_built", "keep_gguf_blocks", "make_attention", "make_linear", "make_norm", "native_kernels", "native_ops",
            "RMSNorm"]
 
 PREFERENCES = ("speed", "accuracy")
@@ -73,11 +76,15 @@ def make_linear(weight: torch.Tensor, bias: torch.Tensor | None = None, quantiza
     (engine.kernels.cpu.quantized_linear).
     A weight whose in_features the groups of 32 do not divide stays dense; an int4 weight whose outputs are
     not a multiple of 16 (torch's int4 packing) falls back to int8. ``native`` False keeps generated rows
-    off radixgate's native CPU kernels (EngineConfig.native_kernels)."""
+    off radixgate's native CPU kernels (EngineConfig.native_kernels). Inside keep_gguf_blocks, a quantized
+    weight that the open GGUF file holds exactly keeps the file's own blocks instead (any quantized mode)."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     if quantization != "none" and weight.device.type != "cpu":
         raise ValueError(f"weight-only {quantization} runs on CPU only, not on {weight.device.type}")
+    kept = gguf_block_linear(weight, bias, quantization, native)
+    if kept is not None:
+        return kept
     if quantization in ("int4", "w4a8") and int4_applies(weight):
         return Int4WeightLinear(weight, bias, int8_activations=quantization == "w4a8", native=native)
     if quantization != "none" and weight.shape[1] % GROUP_SIZE == 0:

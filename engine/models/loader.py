@@ -48,6 +48,7 @@ class LoadedModel:
     max_context: int = 0
     eos_token_ids: list[int] = field(default_factory=list)
     path: Path | None = None  # the HF directory the weights were read from
+    gguf_path: Path | None = None  # the GGUF file they were dequantized from, if any (its blocks: quantized modes)
 
     def build_hf_model(self, dtype: torch.dtype = torch.float32):
         """A transformers AutoModelForCausalLM with these weights (reference forward for tests and benches)."""
@@ -175,4 +176,6 @@ def resolve_model_dir(spec: str, cache_root: Path | None) -> tuple[Path, str]:
 def load_model(spec: str = "smollm2-135m", cache_dir: str | Path | None = None) -> LoadedModel:
     """Load a model spec (see the module docstring); ``cache_dir`` overrides the GGUF cache root."""
     model_dir, model_id = resolve_model_dir(spec, Path(cache_dir) if cache_dir else None)
-    return load_from_dir(model_dir, model_id)
+    loaded = load_from_dir(model_dir, model_id)
+    loaded.gguf_path = gguf_source(spec)
+    return loaded

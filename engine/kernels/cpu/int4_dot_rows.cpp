@@ -1,7 +1,8 @@
 // int4 weights times int8 activations for a few rows at a time (generated tokens: decode and verify rows):
 // llama.cpp's Q4_1 x Q8_1 product.
 //
-// int4_dot_rows(x (M, K), q uint8 (n/16, K/32, 4, 16, 4), scale_min (n/16, K/32, 2, 16) float16, n) -> (M, n)
+// int4_dot_rows(x (M, K), q uint8 (n/16, K/32, 4, 16, 4), scale_min (n/16, K/32, 2, 16) float16 or float32, n)
+//   -> (M, n)
 //   The weight is engine.kernels.cpu.quantized_linear's int4 (GGUF's Q4_1 block: per 32 inputs of an output a
 //   float16 scale and min, w = q * scale + min), laid out by pack_int4_dot_lanes (engine.kernels.cpu.row_linear):
 //   blocks of 16 outputs across the lanes; per block and group of 32 inputs, 4 chunks of 16 lanes x 4 bytes,
@@ -91,8 +92,31 @@ at::Tensor int4_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Ten
   TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 5 && q.size(1) == groups &&
               q.size(2) == CHUNKS && q.size(3) == LANES && q.size(4) == 4,
               "q must be contiguous uint8 (n/16, K/32, 4, 16, 4)");
-  TORCH_CHECK(scale_min.scalar_type() == at::kHalf && scale_min.is_contiguous() &&
-              scale_min.numel() == q.size(0) * groups * 2 * LANES, "scale_min must be float16 (n/16, K/32, 2, 16)");
+  const bool is_half = scale_min.scalar_type() == at::kHalf;
+  TORCH_CHECK((is_half || scale_min.scalar_type() == at::kFloat) && scale_min.is_contiguous() &&
+              scale_min.numel() == q.size(0) * groups * 2 * LANES,
+              "scale_min must be float16 or float32 (n/16, K/32, 2, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
-  return radixgate::dot_rows<Int4Weight>(x, q, scale_min, n);
+  if (is_half) return radixgate::dot_rows<Int4Weight>(x, q, radixgate::Scales<c10::Half, true>{
+      scale_min.data_ptr<c10::Half>(), groups}, n);
+  return radixgate::dot_rows<Int4Weight>(x, q, radixgate::Scales<float, true>{scale_min.data_ptr<float>(), groups}, n);
+}
+
+// GGUF's Q4_K super-blocks as the file has them: sc_m and d_dmin as int4_super_rows takes them (group_scales.h)
+at::Tensor int4_super_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc_m,
+                               const at::Tensor& d_dmin, int64_t n) {
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16, "x must be float32 or bfloat16");
+  const int64_t k = x.size(1), groups = k / GROUP;
+  TORCH_CHECK(k % 256 == 0, "K must be a multiple of 256");
+  TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 5 && q.size(1) == groups &&
+              q.size(2) == CHUNKS && q.size(3) == LANES && q.size(4) == 4,
+              "q must be contiguous uint8 (n/16, K/32, 4, 16, 4)");
+  TORCH_CHECK(sc_m.scalar_type() == at::kByte && sc_m.is_contiguous() && sc_m.numel() == q.size(0) * groups * 2 * LANES,
+              "sc_m must be uint8 (n/16, K/32, 2, 16)");
+  TORCH_CHECK(d_dmin.scalar_type() == at::kHalf && d_dmin.is_contiguous() &&
+              d_dmin.numel() == q.size(0) * (groups / 8) * 2 * LANES, "d_dmin must be float16 (n/16, K/256, 2, 16)");
+  TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
+  return radixgate::dot_rows<Int4Weight>(x, q, radixgate::SuperScales<uint8_t, true>{
+      sc_m.data_ptr<uint8_t>(), d_dmin.data_ptr<c10::Half>(), groups, 8}, n);
 }

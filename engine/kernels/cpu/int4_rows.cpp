@@ -1,12 +1,13 @@
 // Weight-only int4 products for a few rows at a time (generated tokens: decode and verify rows).
 //
-// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_min (n/16, K/32, 2, 16) float16, n) -> (M, n)
+// int4_rows(x (M, K), q uint8 (n/16, K/32, 16, 16), scale_min (n/16, K/32, 2, 16) float16 or float32, n) -> (M, n)
 //   The weight of engine.kernels.cpu.quantized_linear: 4-bit q, one (scale, min) pair of float16 per 32 inputs
 //   of an output, w = q * scale + min (GGUF's Q4_1 block: a Q4_1 model's weights come back bit for bit, since
 //   q * scale is exact in float32), laid out by pack_int4_lanes (engine.kernels.cpu.row_linear): blocks of 16
 //   outputs across the vector lanes; per block and group, 16 input pairs, each 16 bytes (one per output: input
 //   2p in the low nibble, 2p + 1 in the high one); then the group's 16 scales and 16 mins. n is padded to a
-//   multiple of 16 with zeros.
+//   multiple of 16 with zeros. float32 scales and mins carry GGUF's Q4_K blocks exactly
+//   (engine.kernels.cpu.gguf_blocks: scale = d * sc and min = -dmin * m, each exact in float32).
 //   y_o = sum_g scale_og * (x_g . q_og) + sum_g min_og * sum(x_g), float32, rounded once
 //   (bfloat16 rows with the dot-product instruction sum x_g . (128 + q_og) and take 128 scale_og back with
 //   the min term: the widened weight is one bit operation away from the packed byte).
@@ -17,6 +18,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "group_scales.h"
 #include "native_common.h"
 
 #include <cstdint>
@@ -40,8 +42,8 @@ constexpr bool HAS_BF16_DOT = false;
 
 
 // rows [r, r + R) x blocks [b, b + C); x: M rows of k inputs; sums: M rows of k / GROUP group sums
-template <int R, int C, typename T>
-void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10::Half* sz, int64_t b, int64_t r,
+template <int R, int C, typename T, typename Scales>
+void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const Scales& sz, int64_t b, int64_t r,
           int64_t n, T* out) {
   const int64_t groups = k / GROUP;
 #if defined(RADIXGATE_VEC16)
@@ -84,8 +86,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       }
     }
     for (int c = 0; c < C; ++c) {
-      const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
-      const f32x16 scale = load16(pair), min = load16(pair + LANES);
+      const f32x16 scale = sz.lanes16(b + c, g), min = sz.min16(b + c, g);
       // min, less 128 scale where the weights came as 128 + q (bfloat16 rows)
       const f32x16 low = std::is_same_v<T, c10::BFloat16> && HAS_BF16_DOT ? fnma16(set16(128.0f), scale, min) : min;
       for (int i = 0; i < R; ++i) {
@@ -101,7 +102,6 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
       float acc[LANES] = {0};
       for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* qg = q + ((b + c) * groups + g) * GROUP_BYTES;
-        const c10::Half* pair = sz + ((b + c) * groups + g) * 2 * LANES;
         for (int64_t l = 0; l < LANES; ++l) {
           float part = 0.0f;
           for (int64_t p = 0; p < PAIRS; ++p) {
@@ -109,7 +109,7 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
             part += to_float(x[(r + i) * k + g * GROUP + 2 * p]) * static_cast<float>(byte & 0xF) +
                     to_float(x[(r + i) * k + g * GROUP + 2 * p + 1]) * static_cast<float>(byte >> 4);
           }
-          const float scale = to_float(pair[l]), min = to_float(pair[LANES + l]);
+          const float scale = sz.scalar(b + c, g, l), min = sz.min_scalar(b + c, g, l);
           acc[l] += part * scale;
           acc[l] += min * sums[(r + i) * groups + g];
         }
@@ -120,38 +120,62 @@ void tile(const T* x, const float* sums, int64_t k, const uint8_t* q, const c10:
 #endif
 }
 
-template <typename T>
-void run(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n, at::Tensor& out) {
+template <typename T, typename Scales>
+void run(const at::Tensor& x, const at::Tensor& q, const Scales& szp, int64_t n, at::Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), groups = k / GROUP, num_blocks = q.size(0);
   const T* xp = x.data_ptr<T>();
   std::vector<float> sums(m * groups);  // sum(x_g) per row and group, in group_sum32's fixed tree
   for (int64_t i = 0; i < m; ++i)
     for (int64_t g = 0; g < groups; ++g) sums[i * groups + g] = radixgate::group_sum32(xp + i * k + g * GROUP);
   const uint8_t* qp = q.data_ptr<uint8_t>();
-  const c10::Half* szp = scale_min.data_ptr<c10::Half>();
   T* op = out.data_ptr<T>();
   radixgate::for_each_tile(m, num_blocks, [&]<int R, int C>(int64_t r, int64_t b) {
-    tile<R, C, T>(xp, sums.data(), k, qp, szp, b, r, n, op);
+    tile<R, C, T, Scales>(xp, sums.data(), k, qp, szp, b, r, n, op);
   });
 }
 
-}  // namespace
+template <typename Scales>
+at::Tensor run_any(const at::Tensor& x, const at::Tensor& q, const Scales& scales, int64_t n) {
+  at::Tensor out = at::empty({x.size(0), n}, x.options());
+  if (x.scalar_type() == at::kFloat) run<float>(x, q, scales, n, out);
+  else run<c10::BFloat16>(x, q, scales, n, out);
+  return out;
+}
 
-at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n) {
+void check_rows(const at::Tensor& x, const at::Tensor& q, int64_t n) {
   TORCH_CHECK(x.dim() == 2 && x.is_contiguous(), "x must be contiguous (M, K)");
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16, "x must be float32 or bfloat16");
   const int64_t k = x.size(1), groups = k / GROUP;
   TORCH_CHECK(k % GROUP == 0, "K must be a multiple of ", GROUP);
   TORCH_CHECK(q.scalar_type() == at::kByte && q.is_contiguous() && q.dim() == 4 && q.size(1) == groups &&
               q.size(2) == PAIRS && q.size(3) == LANES, "q must be contiguous uint8 (n/16, K/32, 16, 16)");
-  TORCH_CHECK(scale_min.scalar_type() == at::kHalf && scale_min.is_contiguous() &&
-              scale_min.numel() == q.size(0) * groups * 2 * LANES, "scale_min must be float16 (n/16, K/32, 2, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
-  at::Tensor out = at::empty({x.size(0), n}, x.options());
-  if (x.scalar_type() == at::kFloat) {
-    run<float>(x, q, scale_min, n, out);
-  } else {
-    run<c10::BFloat16>(x, q, scale_min, n, out);
-  }
-  return out;
+}
+
+}  // namespace
+
+at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n) {
+  check_rows(x, q, n);
+  const int64_t groups = x.size(1) / GROUP;
+  const bool is_half = scale_min.scalar_type() == at::kHalf;
+  TORCH_CHECK((is_half || scale_min.scalar_type() == at::kFloat) && scale_min.is_contiguous() &&
+              scale_min.numel() == q.size(0) * groups * 2 * LANES,
+              "scale_min must be float16 or float32 (n/16, K/32, 2, 16)");
+  if (is_half) return run_any(x, q, radixgate::Scales<c10::Half, true>{scale_min.data_ptr<c10::Half>(), groups}, n);
+  return run_any(x, q, radixgate::Scales<float, true>{scale_min.data_ptr<float>(), groups}, n);
+}
+
+// GGUF's Q4_K super-blocks kept as the file has them (group_scales.h): sc_m uint8 (n/16, K/32, 2, 16), each
+// group's 6-bit scales then mins; d_dmin float16 (n/16, K/256, 2, 16), each super-block's d then -dmin
+at::Tensor int4_super_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc_m, const at::Tensor& d_dmin,
+                           int64_t n) {
+  check_rows(x, q, n);
+  const int64_t groups = x.size(1) / GROUP;
+  TORCH_CHECK(groups % 8 == 0, "K must be a multiple of 256");
+  TORCH_CHECK(sc_m.scalar_type() == at::kByte && sc_m.is_contiguous() && sc_m.numel() == q.size(0) * groups * 2 * LANES,
+              "sc_m must be uint8 (n/16, K/32, 2, 16)");
+  TORCH_CHECK(d_dmin.scalar_type() == at::kHalf && d_dmin.is_contiguous() &&
+              d_dmin.numel() == q.size(0) * (groups / 8) * 2 * LANES, "d_dmin must be float16 (n/16, K/256, 2, 16)");
+  return run_any(x, q, radixgate::SuperScales<uint8_t, true>{sc_m.data_ptr<uint8_t>(), d_dmin.data_ptr<c10::Half>(),
+                                                             groups, 8}, n);
 }

@@ -76,5 +76,5 @@ at::Tensor int8_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Ten
   TORCH_CHECK(scale.scalar_type() == at::kHalf && scale.is_contiguous() &&
               scale.numel() == q.size(0) * groups * LANES, "scale must be float16 (n/16, K/32, 16)");
   TORCH_CHECK(q.size(0) * LANES >= n && n > (q.size(0) - 1) * LANES, "n does not fit the blocks");
-  return radixgate::dot_rows<Int8Weight>(x, q, scale, n);
+  return radixgate::dot_rows<Int8Weight>(x, q, radixgate::Scales<c10::Half>{scale.data_ptr<c10::Half>(), groups}, n);
 }

@@ -18,6 +18,12 @@ at::Tensor int4_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor&
 at::Tensor int4_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale_min, int64_t n);
 at::Tensor int8_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale, int64_t n);
 at::Tensor int8_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& scale, int64_t n);
+at::Tensor int4_super_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc_m, const at::Tensor& d_dmin,
+                           int64_t n);
+at::Tensor int4_super_dot_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc_m,
+                               const at::Tensor& d_dmin, int64_t n);
+at::Tensor int8_super_rows(const at::Tensor& x, const at::Tensor& q, const at::Tensor& sc, const at::Tensor& d,
+                           int64_t n);
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("decode_attention", &decode_attention, "attention of single query rows over the paged KV pool");
@@ -30,7 +36,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "x @ dequant(q).T for a few rows, int4 weights times int8-quantized activations, row-invariant");
   m.def("int8_dot_rows", &int8_dot_rows,
         "x @ (q * scale).T for a few rows, int8 weights times int8-quantized activations, row-invariant");
-  m.def("int8_rows", &int8_rows, "x @ (q * scale).T for a few float32 rows over lane-packed int8, row-invariant");
+  m.def("int8_rows", &int8_rows, "x @ (q * scale).T for a few rows over lane-packed int8, row-invariant");
+  m.def("int4_super_rows", &int4_super_rows, "int4_rows over GGUF Q4_K super-block scales, row-invariant");
+  m.def("int4_super_dot_rows", &int4_super_dot_rows, "int4_dot_rows over GGUF Q4_K super-block scales, row-invariant");
+  m.def("int8_super_rows", &int8_super_rows, "int8_rows over GGUF Q6_K super-block scales, row-invariant");
   m.def("rotary", &rotary, "rotary embedding of the q/k heads of fused q/k/v rows, float32 inside, rounded once");
   m.def("silu_mul", &silu_mul, "silu(gate) * up over fused gate/up rows, float32 inside, rounded once");
   m.def("add_rms_norm", &add_rms_norm, "hidden += delta (in place, rounded as torch's add), then rms_norm(hidden)");

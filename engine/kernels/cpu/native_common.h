@@ -70,6 +70,9 @@ inline __m256 widen8(const c10::BFloat16* p) {
 inline __m256 widen8(const c10::Half* p) {  // exact (F16C)
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+inline __m256 widen8(const uint8_t* p) {  // exact
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 #if defined(__AVX512F__)
 using f32x16 = __m512;
 inline f32x16 zero16() { return _mm512_setzero_ps(); }
@@ -84,6 +87,9 @@ inline f32x16 load16(const c10::Half* p) {  // exact widening
 }
 inline f32x16 load16(const int8_t* p) {  // exact widening
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline f32x16 load16(const uint8_t* p) {  // exact widening
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 inline void store16(float* p, f32x16 v) { _mm512_storeu_ps(p, v); }
 inline f32x16 add16(f32x16 a, f32x16 b) { return _mm512_add_ps(a, b); }
@@ -135,6 +141,7 @@ inline __m256 widen8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 inline f32x16 load16(const int8_t* p) { return {widen8(p), widen8(p + 8)}; }
+inline f32x16 load16(const uint8_t* p) { return {widen8(p), widen8(p + 8)}; }
 inline void store16(float* p, f32x16 v) {
   _mm256_storeu_ps(p, v.lo);
   _mm256_storeu_ps(p + 8, v.hi);
@@ -293,12 +300,16 @@ void for_each_tile(int64_t rows, int64_t num_blocks, const Tile& tile) {
 // acc[i][c] += the float32 products of rows [r, r + R) of x (rows of k inputs) with blocks [b, b + C) of a
 // lane-packed weight W (float32 or int8; block c's input j at w + (b + c) * block_stride + 16 j), each summed
 // in slices of ``slice`` inputs, the slices added in order (a chain's rounding error grows with its length).
-// With ``scales`` (float16, 16 per block and slice: block c's slice t at scales + (b + c) * scale_stride + 16 t),
-// each slice's sum is multiplied by its scales as it is added (one fused multiply-add).
-template <int R, int C, typename W>
-inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, const W* w, int64_t block_stride,
-                                int64_t b, int64_t r, int64_t slice, const c10::Half* scales = nullptr,
-                                int64_t scale_stride = 0) {
+// With ``scales`` (group_scales.h: ``scales.lanes16(block, t)`` the 16 scales of block's slice t), each slice's
+// sum is multiplied by its scales as it is added (one fused multiply-add). x: float32, or bfloat16 widened
+// exactly.
+struct NoScales {
+  static constexpr bool ANY = false;
+  f32x16 lanes16(int64_t, int64_t) const { return zero16(); }
+};
+template <int R, int C, typename W, typename X = float, typename Scales = NoScales>
+inline void add_sliced_products(f32x16 (&acc)[R][C], const X* x, int64_t k, const W* w, int64_t block_stride,
+                                int64_t b, int64_t r, int64_t slice, const Scales& scales = Scales{}) {
   for (int64_t k0 = 0; k0 < k; k0 += slice) {
     f32x16 part[R][C];
     for (int i = 0; i < R; ++i)
@@ -307,13 +318,13 @@ inline void add_sliced_products(f32x16 (&acc)[R][C], const float* x, int64_t k, 
       f32x16 wv[C];
       for (int c = 0; c < C; ++c) wv[c] = load16(w + (b + c) * block_stride + j * 16);
       for (int i = 0; i < R; ++i) {
-        const f32x16 xv = set16(x[(r + i) * k + j]);
+        const f32x16 xv = set16(to_float(x[(r + i) * k + j]));
         for (int c = 0; c < C; ++c) part[i][c] = fma16(xv, wv[c], part[i][c]);
       }
     }
     for (int c = 0; c < C; ++c) {
-      if (scales != nullptr) {
-        const f32x16 sv = load16(scales + (b + c) * scale_stride + k0 / slice * 16);
+      if constexpr (Scales::ANY) {
+        const f32x16 sv = scales.lanes16(b + c, k0 / slice);
         for (int i = 0; i < R; ++i) acc[i][c] = fma16(part[i][c], sv, acc[i][c]);
       } else {
         for (int i = 0; i < R; ++i) acc[i][c] = add16(acc[i][c], part[i][c]);

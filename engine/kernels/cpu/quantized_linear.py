@@ -8,6 +8,10 @@
                        dot products (llama.cpp's Q4_1 x Q8_1), ~2x the float lane kernel at batch 1;
                        int8 likewise (the "w8a8" mode, Q8_0 x Q8_0: w4a8's LM head)
 
+A model loaded from a GGUF file does not come here for the weights the file holds: make_linear keeps the
+file's own blocks for them (Q4_K, Q6_K, Q5_0, Q8_0, ...: engine.kernels.cpu.gguf_linear), which this module's
+Q4_1/Q8_0 re-quantization would round a second time. What follows is the path of every other weight.
+
 Only the weights are quantized (w4a8 and w8a8 also round generated rows' activations, below): activations
 stay in the model dtype and each kernel accumulates in float32, so a row's result depends only on that
 row (both kernels loop over rows independently: a row gets the same bits in any batch;
