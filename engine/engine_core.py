@@ -36,6 +36,7 @@ from engine.errors import EngineError
 from engine.grammar.compiler import GrammarCompiler
 from engine.grammar.state import GrammarState
 from engine.host_tier import HostTier, page_bytes_of
+from engine.kv_events import open_kv_events
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestStatus
 from engine.sampler import make_generator
@@ -58,7 +59,7 @@ class EngineCore:
         self.pool = runner.pool
         self.cache = RadixCache(self.pool, int(self.pool.num_pages * self.config.max_pinned_fraction))
         self.host_tier = open_host_tier(config, self.pool)
-        self.kv_events = open_kv_events(config, self.pool.page_size)
+        self.kv_events = open_kv_events(config, self.pool.page_size)  # engine/kv_events.py, None when off
         self.cache.kv_events = self.kv_events
         self.cache_manager = CacheManager(self.pool, self.cache, is_enabled=config.enable_radix_cache,
                                           host_tier=self.host_tier,
@@ -281,18 +282,6 @@ class EngineCore:
             self.host_tier.close()
             self.host_tier = self.cache_manager.host_tier = None
             self.cache.on_evict = None
-
-
-def open_kv_events(config: EngineConfig, page_size: int):
-    """The KV-event publisher (engine/kv_events.py) when configured and the radix cache is on, else None."""
-    if not (config.kv_events_endpoint and config.enable_radix_cache):
-        return None
-    from engine.kv_events import KVEventPublisher
-
-    publisher = KVEventPublisher(config.kv_events_endpoint, page_size, topic=config.kv_events_topic,
-                                 replay_endpoint=config.kv_events_replay_endpoint)
-    logger.info("publishing KV events on %s (replay %s)", config.kv_events_endpoint, config.kv_events_replay_endpoint)
-    return publisher
 
 
 def open_host_tier(config: EngineConfig, pool) -> HostTier | None:

@@ -39,10 +39,13 @@ import uuid
 from array import array
 from collections import deque
 from itertools import count
-from typing import Any, Hashable
+from typing import TYPE_CHECKING, Any, Hashable
 
 import msgspec
 import zmq
+
+if TYPE_CHECKING:
+    from engine.config import EngineConfig
 
 log = logging.getLogger(__name__)
 
@@ -245,3 +248,13 @@ class KVEventPublisher:
         """What a subscriber needs (GET /kv_event_sources)."""
         return {"endpoint": self.endpoint, "replay_endpoint": self.replay_endpoint, "topic": self.topic,
                 "block_size": self.page_size, "format": "vllm", "start_id": self.start_id, "dropped_events": self.num_dropped}
+
+
+def open_kv_events(config: EngineConfig, page_size: int) -> KVEventPublisher | None:
+    """The KV-event publisher when configured and the radix cache is on, else None."""
+    if not (config.kv_events_endpoint and config.enable_radix_cache):
+        return None
+    publisher = KVEventPublisher(config.kv_events_endpoint, page_size, topic=config.kv_events_topic,
+                                 replay_endpoint=config.kv_events_replay_endpoint)
+    log.info("publishing KV events on %s (replay %s)", config.kv_events_endpoint, config.kv_events_replay_endpoint)
+    return publisher

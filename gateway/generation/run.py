@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 from gateway.errors import from_exception, too_many_requests
 from gateway.generation.record import RunRecord
 from gateway.generation.result import Usage
+from gateway.generation.stream_close import close_quietly
 from gateway.pins.breakpoints import cache_write_figures
 from gateway.routing.backend import BackendChunk, BackendUsage
 from gateway.routing.load import LOCAL_LOAD, LoadTracker
@@ -292,13 +293,3 @@ class GenerationRun:
         self.background_tasks.add(task)
         task.add_done_callback(self.background_tasks.discard)
 
-
-async def close_quietly(stream: AsyncIterator[BackendChunk], backend: Backend | None, request_id: str) -> None:
-    try:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        elif backend is not None:
-            backend.abort(request_id)
-    except Exception:
-        log.debug("closing backend stream %s raised", request_id, exc_info=True)
